@@ -1,0 +1,48 @@
+"""`helppuff`: the command line.
+
+Each subcommand lives in its own module with `register(subparsers)`, which adds its parser and
+sets `func` to a `run(args) -> int`. Bad input is one clear line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+_COMMANDS = ("crawl", "discover", "status", "extract", "chunk")
+
+
+class UsageError(Exception):
+    """Bad input from the command line: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="helppuff", description="HelpPuff Crawl")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in _COMMANDS:
+        try:
+            module = importlib.import_module(f"helppuff_crawl.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"helppuff_crawl.cli.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, ValueError) as exc:
+        print(f"helppuff {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

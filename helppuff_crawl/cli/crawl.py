@@ -1,0 +1,149 @@
+"""`helppuff crawl URL`: the `site` spider run in this process, with a progress line.
+
+Same spider, settings and pipelines as `scrapy crawl site -a url=URL`. Exit status: 0 when the
+run is done, 1 when it failed (the reason is printed), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from helppuff_crawl.cli import UsageError
+
+
+def project_settings(overrides: dict[str, Any] | None = None) -> Any:
+    os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "helppuff_crawl.settings")
+    from scrapy.utils.project import get_project_settings
+
+    settings = get_project_settings()
+    for name, value in (overrides or {}).items():
+        settings.set(name, value, priority="cmdline")
+    return settings
+
+
+def parse_set_options(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"-s expects NAME=VALUE, got {pair!r}")
+        out[name] = value
+    return out
+
+
+def run_spider(spider_args: dict[str, Any], settings_overrides: dict[str, Any],
+               on_item: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Run the site spider to the end in this process; returns the final Scrapy stats."""
+    from scrapy import signals
+    from scrapy.crawler import CrawlerProcess
+
+    from helppuff_crawl.spiders.site import SiteArgs, SiteSpider
+
+    try:
+        SiteArgs.parse(**spider_args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    settings = project_settings(settings_overrides)
+    process = CrawlerProcess(settings, install_root_handler=False)
+    crawler = process.create_crawler(SiteSpider)
+
+    def item_scraped(item: Any) -> None:
+        if on_item is not None:
+            on_item(item)
+
+    # Signal receivers are held weakly: item_scraped stays referenced until the crawl ends.
+    crawler.signals.connect(item_scraped, signal=signals.item_scraped)
+    process.crawl(crawler, **spider_args)
+    process.start()
+    return dict(crawler.stats.get_stats()) if crawler.stats else {}
+
+
+class _Progress:
+    """One line on stderr, rewritten as pages are recorded (only on a terminal)."""
+
+    def __init__(self, stream: Any = sys.stderr) -> None:
+        self.counts: Counter[str] = Counter()
+        self.stream = stream
+        self.live = stream.isatty()
+
+    def __call__(self, page: Any) -> None:
+        self.counts[getattr(page, "status", "?")] += 1
+        if self.live:
+            self.stream.write("\r" + self.line() + "\x1b[K")
+            self.stream.flush()
+
+    def line(self) -> str:
+        total = sum(self.counts.values())
+        parts = ", ".join(f"{n} {status}" for status, n in sorted(self.counts.items()))
+        return f"pages: {total} ({parts})"
+
+    def done(self) -> None:
+        if self.live:
+            self.stream.write("\n")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("crawl", help="crawl a site into the knowledge base")
+    parser.add_argument("url", help="the site's home page, e.g. https://acme.com.au")
+    parser.add_argument("--site", help="site name (default: from the host)")
+    parser.add_argument("--max-pages", help="pages to fetch (default 300, at most 1000)")
+    parser.add_argument("--render-js", choices=("auto", "always", "never"))
+    parser.add_argument("--include", action="append", default=[], help="glob forcing a tick (repeatable)")
+    parser.add_argument("--exclude", action="append", default=None, help="glob unticking pages (repeatable)")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy/HELPPUFF setting")
+    parser.add_argument("--json", action="store_true", help="print the run as JSON")
+    parser.set_defaults(func=run)
+
+
+def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
+    spider_args: dict[str, Any] = {"url": args.url}
+    if args.site:
+        spider_args["site"] = args.site
+    if getattr(args, "max_pages", None):
+        spider_args["max_pages"] = args.max_pages
+    if getattr(args, "render_js", None):
+        spider_args["render_js"] = args.render_js
+    if args.include:
+        spider_args["include"] = ",".join(args.include)
+    if args.exclude is not None:
+        spider_args["exclude"] = ",".join(args.exclude)
+    return spider_args
+
+
+def run(args: argparse.Namespace) -> int:
+    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+
+    overrides = parse_set_options(args.set)
+    overrides.setdefault("LOG_LEVEL", "INFO" if args.verbose else "WARNING")
+    progress = _Progress()
+    stats = run_spider(spider_args_from(args), overrides, progress)
+    progress.done()
+    run_id = stats.get("helppuff/run_id")
+    if not run_id:
+        print("helppuff crawl: the crawl did not start a run (see the log above)", file=sys.stderr)
+        return 1
+
+    async def _read() -> dict[str, Any] | None:
+        kb = KnowledgeBase.open(BackendConfig.from_settings(project_settings(overrides)))
+        try:
+            return await kb.run(run_id)
+        finally:
+            await kb.close()
+
+    row = asyncio.run(_read()) or {}
+    if args.json:
+        row = {**row, "stats": json.loads(row.get("stats") or "{}")}
+        print(json.dumps(row, indent=2, sort_keys=True))
+    else:
+        print(f"run {run_id}: {row.get('status')} ({row.get('reason')})")
+        print(progress.line())
+        print(f"found {row.get('pages_found')}, ticked {row.get('pages_ticked')}, "
+              f"learned {row.get('pages_ok')}, failed/blocked/gone {row.get('pages_failed')}")
+    return 0 if row.get("status") == "done" else 1

@@ -1,0 +1,70 @@
+"""`helppuff status [--site S] [--json]`: the runs and page counts in the knowledge base."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from helppuff_crawl.cli.crawl import parse_set_options, project_settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("status", help="runs and pages per site")
+    parser.add_argument("--site", help="only this site")
+    parser.add_argument("--pages", action="store_true", help="list every page with its status")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=run)
+
+
+async def collect(settings: Any, site: str | None, with_pages: bool) -> dict[str, Any]:
+    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+
+    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
+    try:
+        sites = [site] if site else await kb.sites()
+        out: dict[str, Any] = {"sites": []}
+        for name in sites:
+            counts = {row["status"]: row["pages"] for row in await kb.status_counts(name)}
+            last = await kb.last_run(name)
+            entry: dict[str, Any] = {"site": name, "pages": counts, "total": sum(counts.values()),
+                                     "last_run": _run_summary(last)}
+            if with_pages:
+                entry["page_list"] = [
+                    {k: row[k] for k in ("url", "category", "ticked", "status", "reason", "http_status", "title")}
+                    for row in await kb.pages(name)
+                ]
+            out["sites"].append(entry)
+        return out
+    finally:
+        await kb.close()
+
+
+def _run_summary(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    keys = ("id", "status", "reason", "start_url", "started_at", "finished_at",
+            "pages_found", "pages_ticked", "pages_ok", "pages_failed")
+    return {k: row[k] for k in keys}
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = project_settings(parse_set_options(args.set))
+    report = asyncio.run(collect(settings, args.site, args.pages))
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return 0
+    if not report["sites"]:
+        print("no sites in the knowledge base yet")
+    for entry in report["sites"]:
+        last = entry["last_run"] or {}
+        print(f"{entry['site']}: {entry['total']} pages "
+              f"({', '.join(f'{n} {s}' for s, n in sorted(entry['pages'].items()))})")
+        if last:
+            print(f"  last run {last['id']}: {last['status']} ({last['reason']}), "
+                  f"{last['pages_ok']} learned of {last['pages_ticked']} ticked")
+        for page in entry.get("page_list", []):
+            print(f"  {page['status']:<9} {page['category']:<12} {page['url']}  {page['reason']}")
+    return 0

@@ -1,0 +1,462 @@
+"""The slice of Cloudflare's REST API the project uses, behind one small client.
+
+`CloudflareClient` builds the requests (paths under `/client/v4`, JSON or NDJSON bodies) and reads
+the `{"success", "errors", "result"}` envelope. A transport sends them: `HttpTransport` to
+api.cloudflare.com (or any base URL, e.g. `helppuff serve`'s local cloud), `LocalTransport`
+(helppuff_crawl.local.cloud) to the embedded local cloud in this process.
+
+What it covers, with the REST paths Cloudflare documents (developers.cloudflare.com/api/resources/...):
+
+- D1: query and batch (`POST /accounts/{a}/d1/database/{id}/query`), create and list databases.
+  Params are sent as strings (the documented type); None is sent as JSON null.
+- Vectorize v2 (`/accounts/{a}/vectorize/v2/indexes/...`): create/get/list/delete an index, its
+  metadata indexes, upsert (NDJSON, `Content-Type: application/x-ndjson`), query (with
+  `namespace`, which the SDK's typed `query()` lacks), get and delete by ids.
+- Workers AI: `POST /accounts/{a}/ai/run/{model}` with the model's `/` kept literally (the SDK
+  escapes them, so `@cf/baai/bge-m3` becomes one unknown path segment), and `embed()` on top.
+
+Limits are checked before sending (ValueError): vector ids and namespaces at most 64 bytes, topK
+at most 100 (50 with values or all metadata), at most 32 texts per embedding call.
+
+Errors: one `CloudflareError` whose message names the resource and Cloudflare's reason, e.g.
+"Vectorize index helppuff-acme: HTTP 404: 3000: vectorize.index.not_found ...". HTTP 429, 5xx and
+transport failures (connection refused, timeouts) are retried with exponential backoff and
+jitter, honouring Retry-After (capped), up to `max_attempts`; other 4xx answers are final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import random
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
+
+logger = logging.getLogger(__name__)
+
+API_BASE = "https://api.cloudflare.com/client/v4"
+
+MAX_VECTOR_ID_BYTES = 64
+MAX_NAMESPACE_BYTES = 64
+MAX_TOP_K = 100  # without values and with at most indexed metadata
+MAX_TOP_K_WITH_VALUES = 50  # with returnValues or returnMetadata "all"
+MAX_UPSERT_VECTORS = 5000  # per HTTP API call
+MAX_EMBED_TEXTS = 32
+RETURN_METADATA = ("none", "indexed", "all")
+METRICS = ("cosine", "euclidean", "dot-product")
+METADATA_INDEX_TYPES = ("string", "number", "boolean")
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_MODEL = re.compile(r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+
+
+@dataclass
+class Response:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
+
+
+class Transport(Protocol):
+    async def request(
+        self, method: str, path: str, *, content: bytes = b"", headers: dict[str, str] | None = None
+    ) -> Response: ...
+
+    async def aclose(self) -> None: ...
+
+
+class CloudflareError(Exception):
+    """A Cloudflare API call failed; the message names the resource and Cloudflare's reason.
+
+    `status` is the HTTP status of the last answer, or 0 when no answer came (transport failure).
+    """
+
+    def __init__(
+        self, resource: str, status: int, errors: list[dict[str, Any]], attempts: int = 1
+    ) -> None:
+        detail = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors) or "no detail"
+        where = f"HTTP {status}" if status else "no answer"
+        tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+        super().__init__(f"{resource}: {where}: {detail}{tries}")
+        self.resource = resource
+        self.status = status
+        self.errors = errors
+        self.attempts = attempts
+
+    @property
+    def codes(self) -> list[Any]:
+        return [e.get("code") for e in self.errors]
+
+
+class HttpTransport:
+    """Requests over HTTP with an API token (httpx)."""
+
+    def __init__(self, api_token: str, base_url: str = API_BASE, timeout: float = 30.0) -> None:
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            headers={"Authorization": f"Bearer {api_token}"},
+            timeout=timeout,
+        )
+
+    async def request(
+        self, method: str, path: str, *, content: bytes = b"", headers: dict[str, str] | None = None
+    ) -> Response:
+        reply = await self._client.request(method, path, content=content or None, headers=headers)
+        try:
+            body = reply.json()
+        except ValueError:
+            body = {"success": False, "errors": [{"code": reply.status_code, "message": reply.text[:200]}]}
+        if not isinstance(body, dict):
+            body = {"success": False, "errors": [{"code": reply.status_code, "message": str(body)[:200]}]}
+        return Response(reply.status_code, body, {k.lower(): v for k, v in reply.headers.items()})
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _param(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _json(payload: Any) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _segment(kind: str, value: str) -> str:
+    """A name that goes into a path as one segment, as is: no escaping, so nothing to escape."""
+    if not isinstance(value, str) or not _SEGMENT.match(value) or value in (".", ".."):
+        raise ValueError(f"{kind} must be 1-64 characters of A-Z a-z 0-9 _ . -, got {value!r}")
+    return value
+
+
+def _model_path(model: str) -> str:
+    """The model id as a path: `@cf/baai/bge-m3` stays `@cf/baai/bge-m3` (never `%40cf%2F...`)."""
+    if not isinstance(model, str) or not _MODEL.match(model) or ".." in model.split("/"):
+        raise ValueError(f"model must look like @cf/author/name, got {model!r}")
+    return model
+
+
+def _check_id(kind: str, value: Any, limit: int) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
+    size = len(value.encode("utf-8"))
+    if size > limit:
+        raise ValueError(f"{kind} {value[:20]!r}... is {size} bytes; Vectorize allows at most {limit}")
+    return value
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None  # an HTTP date: rare from Cloudflare; fall back to our own backoff
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """What an embedding call gave back: one vector per text, and the token count when reported."""
+
+    vectors: list[list[float]]
+    shape: list[int]
+    prompt_tokens: int | None
+
+
+class CloudflareClient:
+    """D1, Vectorize and Workers AI for one account, through one transport."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        account_id: str,
+        *,
+        max_attempts: int = 3,
+        backoff: float = 0.5,
+        max_delay: float = 30.0,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        if backoff < 0 or max_delay < 0:
+            raise ValueError("backoff and max_delay must be >= 0")
+        self.transport = transport
+        self.account_id = account_id
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.max_delay = max_delay
+        self._sleep = sleep or asyncio.sleep
+
+    # --- sending ------------------------------------------------------------------------
+
+    def _delay(self, attempt: int, reply: Response | None) -> float:
+        """Seconds to wait before attempt `attempt + 1`: Retry-After when given, else backoff."""
+        if reply is not None and (after := _retry_after(reply.headers)) is not None:
+            return min(after, self.max_delay)
+        base = self.backoff * (2 ** (attempt - 1))
+        return min(self.max_delay, base / 2 + random.uniform(0, base / 2))  # equal jitter
+
+    async def _send(
+        self, resource: str, method: str, path: str, content: bytes = b"", content_type: str | None = None
+    ) -> tuple[Response, int]:
+        """Send with retries; returns the last answer (any status) and the attempts it took.
+
+        Raises CloudflareError only when no answer came at all.
+        """
+        headers = {"Content-Type": content_type} if content_type else None
+        reply: Response | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                reply = await self.transport.request(method, path, content=content, headers=headers)
+            except httpx.TransportError as exc:
+                if attempt == self.max_attempts:
+                    raise CloudflareError(
+                        resource, 0, [{"code": None, "message": f"{type(exc).__name__}: {exc}"}], attempt
+                    ) from exc
+                delay = self._delay(attempt, None)
+                logger.warning("%s: %s (attempt %d of %d), retrying in %.2fs", resource,
+                               type(exc).__name__, attempt, self.max_attempts, delay)
+                await self._sleep(delay)
+                continue
+            if not (reply.status == 429 or reply.status >= 500) or attempt == self.max_attempts:
+                return reply, attempt
+            delay = self._delay(attempt, reply)
+            logger.warning("%s: HTTP %d (attempt %d of %d), retrying in %.2fs", resource, reply.status,
+                           attempt, self.max_attempts, delay)
+            await self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _check(resource: str, reply: Response, attempts: int = 1) -> Any:
+        if reply.status >= 400 or not reply.body.get("success", False):
+            raise CloudflareError(resource, reply.status, reply.body.get("errors") or [], attempts)
+        return reply.body.get("result")
+
+    async def _call(self, resource: str, method: str, path: str, payload: Any = None) -> Any:
+        if payload is None:
+            reply, attempts = await self._send(resource, method, path)
+        else:
+            reply, attempts = await self._send(resource, method, path, _json(payload), "application/json")
+        return self._check(resource, reply, attempts)
+
+    # --- D1 -----------------------------------------------------------------------------
+
+    async def d1_batch(self, database_id: str, statements: list[tuple[str, list[Any]]]) -> list[list[dict[str, Any]]]:
+        """Run statements as one D1 batch (one transaction); returns each statement's rows."""
+        body = {"batch": [{"sql": sql, "params": [_param(p) for p in params]} for sql, params in statements]}
+        path = f"/accounts/{self.account_id}/d1/database/{database_id}/query"
+        result = await self._call(f"D1 database {database_id}", "POST", path, body)
+        return [item.get("results") or [] for item in result]
+
+    async def d1_query(self, database_id: str, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """Run one statement; returns its rows as dicts."""
+        body = {"sql": sql, "params": [_param(p) for p in params]}
+        path = f"/accounts/{self.account_id}/d1/database/{database_id}/query"
+        result = await self._call(f"D1 database {database_id}", "POST", path, body)
+        return result[-1].get("results") or [] if result else []
+
+    async def d1_create_database(self, name: str) -> dict[str, Any]:
+        """Create a D1 database; returns it ({"uuid", "name", "created_at", ...})."""
+        path = f"/accounts/{self.account_id}/d1/database"
+        return await self._call(f"D1 database {name}", "POST", path, {"name": name})
+
+    async def d1_list_databases(self, name: str | None = None) -> list[dict[str, Any]]:
+        """The account's D1 databases (the first 1,000), or those whose name matches `name`."""
+        query = f"?name={quote(name, safe='')}&per_page=1000" if name else "?per_page=1000"
+        path = f"/accounts/{self.account_id}/d1/database{query}"
+        return list(await self._call("D1 databases", "GET", path) or [])
+
+    # --- Vectorize ----------------------------------------------------------------------
+
+    def _index_path(self, name: str, tail: str = "") -> str:
+        return f"/accounts/{self.account_id}/vectorize/v2/indexes/{_segment('index name', name)}{tail}"
+
+    async def vectorize_create_index(
+        self, name: str, dimensions: int, metric: str = "cosine", description: str = ""
+    ) -> dict[str, Any]:
+        """Create an index; returns it ({"name", "config": {"dimensions", "metric"}, ...})."""
+        _segment("index name", name)
+        if not 1 <= int(dimensions) <= 1536:
+            raise ValueError(f"dimensions must be 1-1536, got {dimensions}")
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        body: dict[str, Any] = {"name": name, "config": {"dimensions": int(dimensions), "metric": metric}}
+        if description:
+            body["description"] = description
+        path = f"/accounts/{self.account_id}/vectorize/v2/indexes"
+        return await self._call(f"Vectorize index {name}", "POST", path, body)
+
+    async def vectorize_get_index(self, name: str) -> dict[str, Any] | None:
+        """The index ({"name", "config", ...}), or None when it does not exist."""
+        resource = f"Vectorize index {name}"
+        reply, attempts = await self._send(resource, "GET", self._index_path(name))
+        if reply.status == 404 or (reply.status < 500 and _index_not_found(reply.body)):
+            return None
+        return self._check(resource, reply, attempts)
+
+    async def vectorize_list_indexes(self) -> list[dict[str, Any]]:
+        path = f"/accounts/{self.account_id}/vectorize/v2/indexes"
+        return list(await self._call("Vectorize indexes", "GET", path) or [])
+
+    async def vectorize_delete_index(self, name: str) -> None:
+        await self._call(f"Vectorize index {name}", "DELETE", self._index_path(name))
+
+    async def vectorize_index_info(self, name: str) -> dict[str, Any]:
+        """{"dimensions", "vectorCount", "processedUpToMutation", "processedUpToDatetime"}."""
+        return await self._call(f"Vectorize index {name}", "GET", self._index_path(name, "/info"))
+
+    async def vectorize_create_metadata_index(self, name: str, property_name: str, index_type: str) -> str | None:
+        """Index a metadata property so that queries can filter on it; returns the mutation id."""
+        if index_type not in METADATA_INDEX_TYPES:
+            raise ValueError(f"index_type must be one of {', '.join(METADATA_INDEX_TYPES)}, got {index_type!r}")
+        if not property_name:
+            raise ValueError("property_name must not be empty")
+        body = {"propertyName": property_name, "indexType": index_type}
+        result = await self._call(
+            f"Vectorize index {name}", "POST", self._index_path(name, "/metadata_index/create"), body
+        )
+        return (result or {}).get("mutationId")
+
+    async def vectorize_list_metadata_indexes(self, name: str) -> list[dict[str, Any]]:
+        """[{"propertyName", "indexType"}, ...]."""
+        result = await self._call(f"Vectorize index {name}", "GET", self._index_path(name, "/metadata_index/list"))
+        return list((result or {}).get("metadataIndexes") or [])
+
+    async def vectorize_upsert(self, name: str, vectors: Sequence[Mapping[str, Any]]) -> str | None:
+        """Insert or replace vectors ({"id", "values", "namespace"?, "metadata"?}); returns the mutation id.
+
+        The body is NDJSON, one vector per line, sent as `application/x-ndjson`.
+        """
+        if not vectors:
+            raise ValueError("vectorize_upsert needs at least one vector")
+        if len(vectors) > MAX_UPSERT_VECTORS:
+            raise ValueError(f"at most {MAX_UPSERT_VECTORS} vectors per upsert, got {len(vectors)}")
+        lines = []
+        for vector in vectors:
+            item: dict[str, Any] = {
+                "id": _check_id("vector id", vector.get("id"), MAX_VECTOR_ID_BYTES),
+                "values": [float(v) for v in vector["values"]],
+            }
+            if vector.get("namespace") is not None:
+                item["namespace"] = _check_id("namespace", vector["namespace"], MAX_NAMESPACE_BYTES)
+            if vector.get("metadata") is not None:
+                item["metadata"] = dict(vector["metadata"])
+            lines.append(_json(item))
+        body = b"\n".join(lines) + b"\n"
+        resource = f"Vectorize index {name}"
+        reply, attempts = await self._send(
+            resource, "POST", self._index_path(name, "/upsert"), body, "application/x-ndjson"
+        )
+        return (self._check(resource, reply, attempts) or {}).get("mutationId")
+
+    async def vectorize_query(
+        self,
+        name: str,
+        vector: Sequence[float],
+        top_k: int = 20,
+        namespace: str | None = None,
+        return_metadata: str = "none",
+        return_values: bool = False,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002 - the API's name
+    ) -> list[dict[str, Any]]:
+        """The nearest vectors: [{"id", "score", "metadata"?, "values"?, "namespace"?}, ...], best first."""
+        if return_metadata not in RETURN_METADATA:
+            raise ValueError(f"return_metadata must be one of {', '.join(RETURN_METADATA)}, got {return_metadata!r}")
+        limit = MAX_TOP_K_WITH_VALUES if return_values or return_metadata == "all" else MAX_TOP_K
+        if not 1 <= top_k <= limit:
+            raise ValueError(
+                f"top_k must be 1-{limit} (Vectorize allows {MAX_TOP_K_WITH_VALUES} with values or all "
+                f"metadata, {MAX_TOP_K} without), got {top_k}"
+            )
+        body: dict[str, Any] = {
+            "vector": [float(v) for v in vector],
+            "topK": top_k,
+            "returnMetadata": return_metadata,
+            "returnValues": bool(return_values),
+        }
+        if namespace is not None:
+            body["namespace"] = _check_id("namespace", namespace, MAX_NAMESPACE_BYTES)
+        if filter:
+            body["filter"] = dict(filter)
+        result = await self._call(f"Vectorize index {name}", "POST", self._index_path(name, "/query"), body)
+        return list((result or {}).get("matches") or [])
+
+    async def vectorize_get_by_ids(self, name: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored vectors with these ids ({"id", "values", "metadata", "namespace"}); absent ids are left out."""
+        body = {"ids": [_check_id("vector id", i, MAX_VECTOR_ID_BYTES) for i in ids]}
+        result = await self._call(f"Vectorize index {name}", "POST", self._index_path(name, "/get_by_ids"), body)
+        return list(result or [])
+
+    async def vectorize_delete_by_ids(self, name: str, ids: Sequence[str]) -> str | None:
+        """Delete vectors by id (absent ids are fine); returns the mutation id."""
+        body = {"ids": [_check_id("vector id", i, MAX_VECTOR_ID_BYTES) for i in ids]}
+        result = await self._call(f"Vectorize index {name}", "POST", self._index_path(name, "/delete_by_ids"), body)
+        return (result or {}).get("mutationId")
+
+    # --- Workers AI ---------------------------------------------------------------------
+
+    async def ai_run(self, model: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a model; returns its `result`. The path keeps the model's `/` as they are."""
+        path = f"/accounts/{self.account_id}/ai/run/{_model_path(model)}"
+        result = await self._call(f"Workers AI model {model}", "POST", path, dict(payload))
+        return result if isinstance(result, dict) else {"result": result}
+
+    async def ai_embed(self, model: str, texts: Sequence[str], *, query: bool = False) -> Embeddings:
+        """Embed up to 32 texts with one call; the vectors come back in the order of the texts.
+
+        bge-m3 (and the local models) take {"text": [...]}; qwen3-embedding takes {"documents": [...]}
+        or, for search queries (`query=True`), {"queries": [...]}. Both answer {"shape", "data"}.
+        """
+        texts = list(texts)
+        if len(texts) > MAX_EMBED_TEXTS:
+            raise ValueError(f"at most {MAX_EMBED_TEXTS} texts per embedding call, got {len(texts)}")
+        if not texts:
+            return Embeddings([], [0, 0], 0)
+        if not all(isinstance(t, str) for t in texts):
+            raise ValueError("texts must be strings")
+        if "qwen3-embedding" in model:
+            payload: dict[str, Any] = {"queries" if query else "documents": texts}
+        else:
+            payload = {"text": texts}
+        result = await self.ai_run(model, payload)
+        data = result.get("data")
+        if not isinstance(data, list) or len(data) != len(texts):
+            got = len(data) if isinstance(data, list) else type(data).__name__
+            raise CloudflareError(
+                f"Workers AI model {model}", 200,
+                [{"code": None, "message": f"expected {len(texts)} embeddings in result.data, got {got}"}],
+            )
+        usage = result.get("usage") or {}
+        tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        shape = result.get("shape") or [len(data), len(data[0]) if data else 0]
+        return Embeddings([[float(x) for x in row] for row in data], list(shape), tokens)
+
+    async def embed(self, model: str, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        """Embed up to 32 texts with one call; one vector per text, in order."""
+        return (await self.ai_embed(model, texts, query=query)).vectors
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def _index_not_found(body: Mapping[str, Any]) -> bool:
+    """Vectorize reports a missing index as error 3000 `vectorize.index.not_found`, not always with 404."""
+    return any(
+        isinstance(e, dict) and "not_found" in str(e.get("message", "")) and e.get("code") == 3000
+        for e in body.get("errors") or []
+    )

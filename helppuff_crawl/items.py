@@ -1,0 +1,51 @@
+"""Items: what the spider yields and the pipelines fill in.
+
+A `Page` is one URL of the site. The spider yields exactly one Page per candidate: fetched
+(status "fetched", with its HTML), or not fetched (unticked, blocked, gone, failed, skipped) with
+the reason. Pipelines fill in the Markdown, facts, hash and chunks, and the store records it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Page statuses, as stored in `pages.status`.
+PAGE_STATUSES = (
+    "pending",  # discovered and ticked, not fetched yet
+    "unticked",  # discovered, not to be learned from (reason in tick_reason)
+    "fetched",  # fetched, not yet stored (in flight through the pipelines)
+    "ok",  # learned: Markdown stored
+    "unchanged",  # same content hash as the last crawl: nothing redone
+    "empty",  # fetched, but no main content
+    "blocked",  # 401/403/429 or a challenge page
+    "gone",  # 404/410
+    "failed",  # unreachable, timeout, 5xx after retries, or a processing error
+    "skipped",  # not fetched by rule: robots.txt, another site, oversized, browser budget, page limit
+)
+
+
+@dataclass
+class Page:
+    """One page of the site."""
+
+    url: str  # normalised absolute URL (see web/urls.normalize_url): the page's key
+    site: str  # site name, lowercase [a-z0-9-]
+    category: str = "other"  # one of web/categories.CATEGORIES
+    ticked: bool = True  # learned from (True) or only listed (False)
+    tick_reason: str = ""  # why unticked, or why ticked against the default ("include glob ...")
+    source: str = ""  # how it was found: "home", "link", "sitemap", "start"
+    status: str = "fetched"  # one of PAGE_STATUSES
+    reason: str = ""  # why blocked/gone/failed/skipped/empty, one line
+    http_status: int | None = None  # final HTTP status, None when nothing was received
+    final_url: str = ""  # URL after redirects ("" when not fetched)
+    redirects: list[str] = field(default_factory=list)  # URLs redirected through, in order
+    rendered: bool = False  # HTML came from headless Chromium
+    html: str = ""  # the fetched HTML (dropped by the store, never persisted)
+    title: str = ""  # <title> or first H1, whitespace collapsed
+    description: str = ""  # meta description
+    markdown: str = ""  # main content: trimmed, "\n" breaks, "#" headings, pipe tables
+    facts: dict[str, Any] = field(default_factory=dict)  # business facts found on the page
+    faq: list[tuple[str, str]] = field(default_factory=list)  # (question, answer) pairs
+    content_hash: str = ""  # text/hashing.content_hash(title, category, markdown), 64 hex
+    fetched_at: str = ""  # ISO 8601 UTC, seconds, "Z"

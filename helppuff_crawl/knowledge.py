@@ -1,0 +1,227 @@
+"""The knowledge base as the crawler sees it: crawl runs and pages in D1.
+
+Every read and write goes through `CloudflareClient`, to Cloudflare's D1 or to the embedded
+local cloud (`open_knowledge_base` picks by the credentials). One write path for both.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
+
+logger = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    return f"{(now or utc_now()).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    data_dir: Path
+    database: str
+    api_token: str
+    account_id: str
+    api_base: str
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> BackendConfig:
+        token = settings.get("HELPPUFF_CLOUDFLARE_API_TOKEN") or ""
+        account = settings.get("HELPPUFF_CLOUDFLARE_ACCOUNT_ID") or ""
+        if bool(token) != bool(account):
+            raise ValueError(
+                "CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID go together: set both, or neither for the local cloud"
+            )
+        database = str(settings.get("HELPPUFF_D1_DATABASE") or "")
+        if not database:
+            raise ValueError("HELPPUFF_D1_DATABASE must name the D1 database")
+        return cls(
+            data_dir=Path(settings.get("HELPPUFF_DATA_DIR") or ".helppuff"),
+            database=database,
+            api_token=token,
+            account_id=account,
+            api_base=settings.get("HELPPUFF_CLOUDFLARE_API_BASE") or "https://api.cloudflare.com/client/v4",
+        )
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.api_token)
+
+
+def open_client(config: BackendConfig) -> CloudflareClient:
+    """The client for Cloudflare when credentials are set, else for the local cloud in-process."""
+    if config.remote:
+        return CloudflareClient(HttpTransport(config.api_token, config.api_base), config.account_id)
+    from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalCloud, LocalTransport
+
+    return CloudflareClient(LocalTransport(LocalCloud(config.data_dir)), LOCAL_ACCOUNT_ID)
+
+
+_PAGE_COLUMNS = (
+    "site", "url", "category", "ticked", "tick_reason", "source", "status", "reason", "http_status",
+    "final_url", "redirects", "rendered", "title", "description", "markdown", "content_hash",
+    "fetched_at", "retry_count", "next_retry_at", "run_id", "updated_at",
+)
+_RUN_STATS = ("pages_found", "pages_ticked", "pages_ok", "pages_failed")
+
+
+class KnowledgeBase:
+    """Crawl runs and pages of one D1 database."""
+
+    def __init__(self, client: CloudflareClient, database: str) -> None:
+        self.client = client
+        self.database = database
+
+    @classmethod
+    def open(cls, config: BackendConfig) -> KnowledgeBase:
+        return cls(open_client(config), config.database)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    # --- runs ---------------------------------------------------------------------------
+
+    async def reap_dead_runs(self, stale_after: float, now: datetime | None = None) -> list[str]:
+        """Mark failed the runs left "running" by a process that is gone; returns their ids.
+
+        A run is dead when it ran on this host and its pid no longer exists, or when its
+        heartbeat is older than `stale_after` seconds (another host, or a reused pid).
+        """
+        now = now or utc_now()
+        rows = await self.client.d1_query(
+            self.database, "SELECT id, host, pid, heartbeat_at FROM crawl_runs WHERE status = 'running'"
+        )
+        dead: list[tuple[str, str]] = []
+        for row in rows:
+            if row["host"] == socket.gethostname() and row["pid"] and not _pid_alive(int(row["pid"])):
+                dead.append((row["id"], f"process {row['pid']} is gone"))
+            elif parse_iso(row["heartbeat_at"]) < now - timedelta(seconds=stale_after):
+                dead.append((row["id"], f"no heartbeat since {row['heartbeat_at']}"))
+        for run_id, why in dead:
+            await self.client.d1_query(
+                self.database,
+                "UPDATE crawl_runs SET status = 'failed', reason = ?, finished_at = ? "
+                "WHERE id = ? AND status = 'running'",
+                [f"abandoned: {why}", iso(now), run_id],
+            )
+            logger.warning("Crawl run %s was left running (%s): marked failed", run_id, why)
+        return [run_id for run_id, _ in dead]
+
+    async def start_run(self, site: str, start_url: str) -> str:
+        now = utc_now()
+        run_id = new_run_id(now)
+        await self.client.d1_query(
+            self.database,
+            "INSERT INTO crawl_runs (id, site, start_url, status, started_at, heartbeat_at, host, pid) "
+            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+            [run_id, site, start_url, iso(now), iso(now), socket.gethostname(), os.getpid()],
+        )
+        return run_id
+
+    async def heartbeat(self, run_id: str, counts: Mapping[str, int] | None = None) -> None:
+        sets = ["heartbeat_at = ?"]
+        params: list[Any] = [iso(utc_now())]
+        for key in _RUN_STATS:
+            if counts and key in counts:
+                sets.append(f"{key} = ?")
+                params.append(int(counts[key]))
+        await self.client.d1_query(
+            self.database, f"UPDATE crawl_runs SET {', '.join(sets)} WHERE id = ?", [*params, run_id]
+        )
+
+    async def finish_run(
+        self, run_id: str, status: str, reason: str, counts: Mapping[str, int], stats: Mapping[str, Any]
+    ) -> None:
+        if status not in ("done", "failed"):
+            raise ValueError(f"run status must be done or failed, got {status!r}")
+        now = iso(utc_now())
+        await self.client.d1_query(
+            self.database,
+            "UPDATE crawl_runs SET status = ?, reason = ?, finished_at = ?, heartbeat_at = ?, "
+            "pages_found = ?, pages_ticked = ?, pages_ok = ?, pages_failed = ?, stats = ? WHERE id = ?",
+            [
+                status, reason, now, now,
+                *(int(counts.get(key, 0)) for key in _RUN_STATS),
+                json.dumps(stats, sort_keys=True, default=str),
+                run_id,
+            ],
+        )
+
+    async def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = await self.client.d1_query(self.database, "SELECT * FROM crawl_runs WHERE id = ?", [run_id])
+        return rows[0] if rows else None
+
+    async def last_run(self, site: str) -> dict[str, Any] | None:
+        rows = await self.client.d1_query(
+            self.database, "SELECT * FROM crawl_runs WHERE site = ? ORDER BY started_at DESC, id DESC LIMIT 1", [site]
+        )
+        return rows[0] if rows else None
+
+    # --- pages --------------------------------------------------------------------------
+
+    async def page(self, site: str, url: str) -> dict[str, Any] | None:
+        rows = await self.client.d1_query(self.database, "SELECT * FROM pages WHERE site = ? AND url = ?", [site, url])
+        return rows[0] if rows else None
+
+    async def pages(self, site: str) -> list[dict[str, Any]]:
+        return await self.client.d1_query(self.database, "SELECT * FROM pages WHERE site = ? ORDER BY url", [site])
+
+    async def save_page(self, row: Mapping[str, Any]) -> None:
+        """Insert or replace one page row (all columns), in one statement."""
+        values = dict(row)
+        values["updated_at"] = iso(utc_now())
+        values["redirects"] = json.dumps(list(values.get("redirects") or []))
+        placeholders = ", ".join("?" for _ in _PAGE_COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("site", "url"))
+        await self.client.d1_query(
+            self.database,
+            f"INSERT INTO pages ({', '.join(_PAGE_COLUMNS)}) VALUES ({placeholders}) "
+            f"ON CONFLICT (site, url) DO UPDATE SET {updates}",
+            [values.get(c) for c in _PAGE_COLUMNS],
+        )
+
+    async def status_counts(self, site: str | None = None) -> list[dict[str, Any]]:
+        where, params = ("WHERE site = ?", [site]) if site else ("", [])
+        return await self.client.d1_query(
+            self.database,
+            f"SELECT site, status, COUNT(*) AS pages FROM pages {where} GROUP BY site, status ORDER BY site, status",
+            params,
+        )
+
+    async def sites(self) -> list[str]:
+        rows = await self.client.d1_query(
+            self.database, "SELECT site FROM pages UNION SELECT site FROM crawl_runs ORDER BY site"
+        )
+        return [row["site"] for row in rows]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

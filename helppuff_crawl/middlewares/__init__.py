@@ -1,0 +1,1 @@
+"""Downloader middlewares: how to fetch (robots.txt rules, the browser budget)."""

@@ -1,0 +1,1 @@
+"""Item pipelines: what to do with a page (extract, hash, store)."""

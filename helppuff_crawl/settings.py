@@ -1,0 +1,111 @@
+"""Scrapy settings for HelpPuff Crawl, and every HELPPUFF_* default (one comment each).
+
+Only this module reads os.environ. Runs override with `-s NAME=VALUE`; tests with
+`get_crawler(settings_dict=...)`. Spider arguments say *what* to crawl; these say *how*.
+"""
+
+from __future__ import annotations
+
+import os
+
+from helppuff_crawl import __version__
+
+BOT_NAME = "helppuff_crawl"
+SPIDER_MODULES = ["helppuff_crawl.spiders"]
+NEWSPIDER_MODULE = "helppuff_crawl.spiders"
+
+# --- Identity and politeness ---------------------------------------------------------------
+# Our product token is "helppuff-crawler"; robots.txt groups for it (or *) apply.
+USER_AGENT = f"helppuff-crawler/{__version__} (+https://helppuff.com/crawler)"
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 8
+CONCURRENT_REQUESTS_PER_DOMAIN = 4  # a small business site is one host: stay gentle
+DOWNLOAD_DELAY = 0
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.5
+AUTOTHROTTLE_MAX_DELAY = 10.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
+DOWNLOAD_TIMEOUT = 15  # seconds per request
+DOWNLOAD_MAXSIZE = 3 * 1024 * 1024  # at most 3 MB read per response
+DOWNLOAD_WARNSIZE = 0
+REDIRECT_MAX_TIMES = 10
+RETRY_ENABLED = True
+RETRY_TIMES = 2  # unreachable, timeouts and 5xx are retried twice within the crawl
+RETRY_HTTP_CODES = [500, 502, 503, 504, 520, 521, 522, 523, 524, 408]
+COOKIES_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+LOG_LEVEL = "INFO"
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+FEED_EXPORT_ENCODING = "utf-8"
+
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "helppuff_crawl.middlewares.robotstxt.HelppuffRobotsTxtMiddleware": 100,
+    "helppuff_crawl.middlewares.render.RenderBudgetMiddleware": 550,
+}
+
+# JS rendering: scrapy-playwright handles only requests with meta playwright=True; every other
+# request keeps Scrapy's own HTTP handler. Chromium comes from Debian (/usr/bin/chromium).
+DOWNLOAD_HANDLERS = {
+    "http": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
+    "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
+}
+PLAYWRIGHT_BROWSER_TYPE = "chromium"
+PLAYWRIGHT_LAUNCH_OPTIONS = {
+    "executable_path": os.environ.get("HELPPUFF_CHROMIUM", "/usr/bin/chromium"),
+    "headless": True,
+    "args": [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+    ],
+}
+PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 15_000  # ms, the same 15 s as plain fetches
+PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 2
+
+ITEM_PIPELINES = {
+    "helppuff_crawl.pipelines.extract.ExtractMarkdownPipeline": 200,
+    "helppuff_crawl.pipelines.hash.HashPipeline": 500,
+    "helppuff_crawl.pipelines.store.StorePipeline": 900,
+}
+
+# --- HelpPuff ------------------------------------------------------------------------------
+# Where the embedded local default keeps its files (D1 as SQLite, vectors).
+HELPPUFF_DATA_DIR = os.environ.get("HELPPUFF_DATA_DIR", ".helppuff")
+# Cloudflare account: when both are set, the crawl writes to Cloudflare instead of the local cloud.
+HELPPUFF_CLOUDFLARE_API_TOKEN = os.environ.get("CLOUDFLARE_API_TOKEN", "")
+HELPPUFF_CLOUDFLARE_ACCOUNT_ID = os.environ.get("CLOUDFLARE_ACCOUNT_ID", "")
+# Base URL of the Cloudflare API (a local cloud served by `helppuff serve` works too).
+HELPPUFF_CLOUDFLARE_API_BASE = os.environ.get("HELPPUFF_CLOUDFLARE_API_BASE", "https://api.cloudflare.com/client/v4")
+# D1 database id (on Cloudflare: the database UUID; locally: the SQLite file's name).
+HELPPUFF_D1_DATABASE = os.environ.get("HELPPUFF_D1_DATABASE", "helppuff")
+
+# Discovery: at most this many fetches (robots.txt, home page, sitemaps) before crawling.
+HELPPUFF_DISCOVERY_MAX_FETCHES = 50
+# Sitemaps: at most this many fetched, and this many page URLs taken from them.
+HELPPUFF_SITEMAP_MAX_SITEMAPS = 25
+HELPPUFF_SITEMAP_MAX_URLS = 1000
+# Pages fetched per run when the spider argument max_pages is not given (hard cap 1000).
+HELPPUFF_MAX_PAGES = 300
+# Follow same-site links found on fetched pages (not only the home page's) up to max_pages.
+HELPPUFF_FOLLOW_LINKS = True
+# Cap on a robots.txt Crawl-delay / Request-rate we honour, in seconds.
+HELPPUFF_ROBOTS_MAX_CRAWL_DELAY = 30.0
+# JS rendering: "auto" (thin HTML with several scripts), "always" or "never".
+HELPPUFF_RENDER_JS = "auto"
+# auto: render when the HTML has fewer visible text characters than this ...
+HELPPUFF_RENDER_MIN_TEXT = 300
+# ... and at least this many <script> elements.
+HELPPUFF_RENDER_MIN_SCRIPTS = 2
+# Browser time budget per run, in seconds; past it, pages that need rendering are skipped.
+HELPPUFF_RENDER_BUDGET = 600.0
+# Failed pages are worth retrying after these delays (seconds): +15 min, then +2 h.
+HELPPUFF_RETRY_DELAYS = [900, 7200]
+# A run whose heartbeat is older than this (seconds) and whose process is gone is marked failed.
+HELPPUFF_RUN_STALE_AFTER = 600
+
+COMMANDS_MODULE = "helppuff_crawl.commands"

@@ -1,0 +1,478 @@
+"""SiteSpider: discover a small business's site, then fetch the pages worth learning from.
+
+    scrapy crawl site -a url=https://acme.com.au [-a site=acme] [-a max_pages=300]
+        [-a render_js=auto|always|never] [-a include=GLOB,GLOB] [-a exclude=GLOB,GLOB]
+        [-a discover_only=1]
+
+Discovery is one pass of at most HELPPUFF_DISCOVERY_MAX_FETCHES downloads: the home page (which
+makes the robots middleware read robots.txt; its Sitemap: lines arrive through the
+`robots_parsed` signal), then the sitemaps (robots.txt's, else the usual paths). Candidates come
+from the home page's links and the sitemaps, normalised, deduplicated and filtered; each gets a
+category and a tick decision. Ticked pages are fetched (up to max_pages), and links found on
+fetched pages join the candidates. Exactly one `Page` item is yielded per candidate, fetched or
+not, so the store records every page with its status and reason.
+
+Stats: helppuff/discovery/{fetches,candidates,sitemaps,sitemap_urls}, helppuff/discovery/skipped/<why>,
+helppuff/discovery/dropped/<why>, helppuff/pages/<status>, helppuff/render/{requests,needed}.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+import scrapy
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Request, Response, TextResponse
+from twisted.internet.error import (
+    ConnectionRefusedError,
+    DNSLookupError,
+    TCPTimedOutError,
+    TimeoutError,
+)
+from twisted.python.failure import Failure
+
+from helppuff_crawl.items import Page
+from helppuff_crawl.knowledge import iso, utc_now
+from helppuff_crawl.web.categories import categorize, decide_tick
+from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, needs_rendering
+from helppuff_crawl.web.sitemaps import DEFAULT_SITEMAP_PATHS, SitemapWalk
+from helppuff_crawl.web.urls import (
+    normalize_url,
+    same_site,
+    site_host,
+    site_name_from_url,
+    url_filter_reason,
+    validate_start_url,
+)
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+MAX_PAGES_LIMIT = 1000
+_ERROR_STATUSES = list(range(400, 600))
+RENDER_MODES = ("auto", "always", "never")
+
+
+def _stat_slug(reason: str) -> str:
+    """A short stats key from a reason: its first words before any ':' or '(', as_snake_case."""
+    head = reason.split(":", 1)[0].split("(", 1)[0]
+    words = [w for w in "".join(c if c.isalnum() else " " for c in head.lower()).split()][:4]
+    return "_".join(words) or "other"
+
+
+def _globs(value: str | list[str] | tuple[str, ...] | None, name: str) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else list(value)
+    globs = tuple(item.strip() for item in items if item.strip())
+    if not globs:
+        raise ValueError(f"{name}: give one or more comma-separated globs, e.g. '**/blog/**'")
+    return globs
+
+
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{name}: expected true or false, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SiteArgs:
+    """The spider arguments, validated (they arrive as strings)."""
+
+    url: str
+    site: str
+    max_pages: int | None
+    render_js: str | None
+    include: tuple[str, ...]
+    exclude: tuple[str, ...] | None
+    discover_only: bool
+
+    @classmethod
+    def parse(cls, url: str | None = None, site: str | None = None, max_pages: Any = None,
+              render_js: str | None = None, include: Any = None, exclude: Any = None,
+              discover_only: Any = False, start_url: str | None = None, **unknown: Any) -> SiteArgs:
+        if unknown:
+            names = ", ".join(sorted(unknown))
+            raise ValueError(f"unknown argument {names}: use url, site, max_pages, render_js, include, exclude")
+        raw = url or start_url
+        if not raw:
+            raise ValueError("url: required, e.g. -a url=https://acme.com.au")
+        start = validate_start_url(str(raw))
+        name = (site or site_name_from_url(start)).strip().lower()
+        if not name or not all(c.isalnum() or c == "-" for c in name) or len(name) > 48:
+            raise ValueError(f"site: use letters, digits and '-' (at most 48), got {site!r}")
+        pages: int | None = None
+        if max_pages not in (None, ""):
+            try:
+                pages = int(str(max_pages))
+            except ValueError:
+                raise ValueError(f"max_pages: expected a whole number, got {max_pages!r}") from None
+            if not 1 <= pages <= MAX_PAGES_LIMIT:
+                raise ValueError(f"max_pages: must be between 1 and {MAX_PAGES_LIMIT}, got {pages}")
+        if render_js not in (None, "") and render_js not in RENDER_MODES:
+            raise ValueError(f"render_js: must be one of {', '.join(RENDER_MODES)}, got {render_js!r}")
+        return cls(
+            url=start,
+            site=name,
+            max_pages=pages,
+            render_js=render_js or None,
+            include=_globs(include, "include"),
+            exclude=_globs(exclude, "exclude") if exclude not in (None, "") else None,
+            discover_only=_flag(discover_only, "discover_only"),
+        )
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    """How to crawl: from HELPPUFF_* settings (spider arguments become settings)."""
+
+    max_pages: int
+    render_js: str
+    render_min_text: int
+    render_min_scripts: int
+    include: tuple[str, ...]
+    exclude: tuple[str, ...] | None
+    follow_links: bool
+    max_discovery_fetches: int
+    max_sitemaps: int
+    max_sitemap_urls: int
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> CrawlConfig:
+        max_pages = settings.getint("HELPPUFF_MAX_PAGES", 300)
+        if not 1 <= max_pages <= MAX_PAGES_LIMIT:
+            raise ValueError(f"HELPPUFF_MAX_PAGES must be between 1 and {MAX_PAGES_LIMIT}, got {max_pages}")
+        render = settings.get("HELPPUFF_RENDER_JS", "auto")
+        if render not in RENDER_MODES:
+            raise ValueError(f"HELPPUFF_RENDER_JS must be one of {', '.join(RENDER_MODES)}, got {render!r}")
+        exclude = settings.getlist("HELPPUFF_EXCLUDE") if settings.get("HELPPUFF_EXCLUDE") is not None else None
+        fetches = settings.getint("HELPPUFF_DISCOVERY_MAX_FETCHES", 50)
+        if fetches < 2:
+            raise ValueError(f"HELPPUFF_DISCOVERY_MAX_FETCHES must be >= 2, got {fetches}")
+        return cls(
+            max_pages=max_pages,
+            render_js=render,
+            render_min_text=settings.getint("HELPPUFF_RENDER_MIN_TEXT", 300),
+            render_min_scripts=settings.getint("HELPPUFF_RENDER_MIN_SCRIPTS", 2),
+            include=tuple(settings.getlist("HELPPUFF_INCLUDE")),
+            exclude=tuple(exclude) if exclude is not None else None,
+            follow_links=settings.getbool("HELPPUFF_FOLLOW_LINKS", True),
+            max_discovery_fetches=fetches,
+            max_sitemaps=settings.getint("HELPPUFF_SITEMAP_MAX_SITEMAPS", 25),
+            max_sitemap_urls=settings.getint("HELPPUFF_SITEMAP_MAX_URLS", 1000),
+        )
+
+
+class SiteSpider(scrapy.Spider):
+    name = "site"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = SiteArgs.parse(**kwargs)
+        super().__init__(*args)
+        self.start_url = self.args.url
+        self.site = self.args.site
+        self._seen: set[str] = set()
+        self._scheduled = 0
+        self._robots: dict[str, Any] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        a = spider.args
+        settings.set("HELPPUFF_SITE", a.site, priority="spider")
+        settings.set("HELPPUFF_START_URL", a.url, priority="spider")
+        if a.max_pages is not None:
+            settings.set("HELPPUFF_MAX_PAGES", a.max_pages, priority="spider")
+        if a.render_js is not None:
+            settings.set("HELPPUFF_RENDER_JS", a.render_js, priority="spider")
+        if a.include:
+            settings.set("HELPPUFF_INCLUDE", list(a.include), priority="spider")
+        if a.exclude is not None:
+            settings.set("HELPPUFF_EXCLUDE", list(a.exclude), priority="spider")
+        if a.discover_only:
+            settings.set("ITEM_PIPELINES", {}, priority="spider")
+        if settings.get("HELPPUFF_RENDER_JS") == "never":
+            # No browser needed: plain Scrapy download handlers only.
+            settings.set("DOWNLOAD_HANDLERS", {}, priority="spider")
+        spider.config = CrawlConfig.from_settings(settings)
+        crawler.signals.connect(spider._robots_parsed, signal=signals.robots_parsed)
+        return spider
+
+    # --- discovery ------------------------------------------------------------------------
+
+    def _robots_parsed(self, robotparser: Any, request: Request) -> None:
+        rules = getattr(robotparser, "rules", robotparser)
+        self._robots[site_host(request.url)] = rules
+
+    def _stat(self, key: str, count: int = 1) -> None:
+        self.crawler.stats.inc_value(f"helppuff/{key}", count)
+
+    async def start(self) -> AsyncIterator[Any]:
+        fetches = 0
+        home_request = self._page_request(self.start_url, "start", render=self.config.render_js == "always")
+        home_page: Page | None = None
+        home_response: Response | None = None
+        try:
+            fetches += 1
+            home_response = await self.crawler.engine.download_async(home_request)
+        except Exception as exc:  # any download failure is recorded on the page, never fatal
+            home_page = self._failure_page(self.start_url, "start", Failure(exc))
+        if home_response is not None and self._wants_render(home_response):
+            try:
+                fetches += 1
+                home_response = await self.crawler.engine.download_async(
+                    self._page_request(self.start_url, "start", render=True)
+                )
+            except Exception as exc:
+                home_page = self._failure_page(self.start_url, "start", Failure(exc))
+                home_response = None
+
+        home_url = self.start_url
+        self._seen.add(self.start_url)
+        if home_response is not None:
+            final = normalize_url(home_response.url)
+            if final and same_site(final, self.start_url):
+                # The home page answered from another URL of the same site (www., a path):
+                # that URL is the home page too, and sitemaps are looked for on its host.
+                self._seen.add(final)
+                home_url = final
+
+        candidates: list[tuple[str, str, str]] = []  # (url, source, title hint)
+        if home_response is not None:
+            candidates.extend((url, "home", text) for url, text in self._links(home_response))
+
+        walk_urls, fetches = await self._walk_sitemaps(home_url, fetches)
+        candidates.extend((url, "sitemap", "") for url in walk_urls)
+        self._stat("discovery/fetches", fetches)
+
+        # The home page itself: learned from its discovery response, never fetched twice.
+        if home_response is not None:
+            for item in self.parse_page(home_response, candidate=self.start_url, source="start", follow=False):
+                if isinstance(item, Page):
+                    home_page = item
+        if home_page is not None:
+            self._scheduled += 1
+            yield home_page
+
+        for url, source, hint in candidates:
+            result = self._admit(url, source, hint)
+            if result is not None:
+                yield result
+
+    async def _walk_sitemaps(self, home_url: str, fetches: int) -> tuple[list[str], int]:
+        rules = self._robots.get(site_host(home_url))
+        seeds = list(getattr(rules, "sitemaps", None) or [])
+        if not seeds:
+            origin = home_url.split("/", 3)[:3]
+            seeds = ["/".join(origin) + path for path in DEFAULT_SITEMAP_PATHS]
+        walk = SitemapWalk(seeds, max_sitemaps=self.config.max_sitemaps, max_urls=self.config.max_sitemap_urls)
+        while fetches < self.config.max_discovery_fetches and (sitemap_url := walk.next_url()):
+            fetches += 1
+            request = Request(sitemap_url, meta={"helppuff_sitemap": True}, dont_filter=True)
+            try:
+                response = await self.crawler.engine.download_async(request)
+            except Exception as exc:
+                walk.add(sitemap_url, None, error=f"{type(exc).__name__}: {exc}")
+                continue
+            if response.status != 200:
+                walk.add(sitemap_url, None, error=str(response.status))
+                continue
+            headers = {k.decode("latin-1"): b",".join(v).decode("latin-1") for k, v in response.headers.items()}
+            walk.add(response.url, response.body, headers)
+        if walk.next_url() is not None:
+            self._stat("discovery/skipped/sitemap_budget")
+        for sitemap_url, why in walk.problems:
+            if why != "404":
+                logger.warning("Sitemap %s: %s", sitemap_url, why, extra={"spider": self})
+            self._stat(f"discovery/sitemap_problems/{_stat_slug(why)}")
+        self._stat("discovery/sitemaps", len(walk.fetched))
+        self._stat("discovery/sitemap_urls", len(walk.page_urls))
+        return list(walk.page_urls), fetches
+
+    def _links(self, response: Response) -> Iterator[tuple[str, str]]:
+        if not isinstance(response, TextResponse):
+            return
+        try:
+            anchors = response.xpath("//a[@href]")
+        except (ValueError, AttributeError):
+            return
+        for anchor in anchors:
+            href = anchor.attrib.get("href", "")
+            text = " ".join(" ".join(anchor.xpath(".//text()").getall()).split())
+            yield response.urljoin(href.strip()), text[:120]
+
+    def _admit(self, raw_url: str, source: str, hint: str) -> Page | Request | None:
+        """Decide what a found URL becomes: a request, an unticked/skipped page, or nothing."""
+        url = normalize_url(raw_url)
+        if url is None:
+            self._stat("discovery/dropped/not_a_web_page_url")
+            return None
+        if url in self._seen:
+            return None
+        if not same_site(url, self.start_url):
+            if source == "sitemap":
+                # A sitemap naming another host (e.g. the production host, seen on a copy).
+                self._seen.add(url)
+                self._stat("discovery/skipped/another_site")
+                logger.debug("Skipped %s: sitemap entry on another site", url, extra={"spider": self})
+            return None
+        self._seen.add(url)
+        if why := url_filter_reason(url):
+            self._stat(f"discovery/dropped/{why.split(':', 1)[0].replace(' ', '_')}")
+            return None
+        self._stat("discovery/candidates")
+        category = categorize(url, hint)
+        decision = decide_tick(url, category, include=self.config.include,
+                               **({} if self.config.exclude is None else {"exclude": self.config.exclude}))
+        page = Page(url=url, site=self.site, category=category, ticked=decision.ticked,
+                    tick_reason=decision.reason, source=source)
+        if not decision.ticked:
+            page.status = "unticked"
+            page.reason = decision.reason
+            return page
+        if self.args.discover_only:
+            page.status = "pending"
+            return page
+        if self._scheduled >= self.config.max_pages:
+            page.status = "skipped"
+            page.reason = f"over max_pages ({self.config.max_pages})"
+            return page
+        self._scheduled += 1
+        return self._page_request(url, source, render=self.config.render_js == "always", category=category,
+                                  tick_reason=decision.reason)
+
+    # --- fetching -------------------------------------------------------------------------
+
+    def _page_request(self, url: str, source: str, *, render: bool, category: str = "",
+                      tick_reason: str = "") -> Request:
+        meta: dict[str, Any] = {
+            # Every error status reaches parse_page (to be recorded); 3xx stay with the redirect
+            # middleware, which follows them and records the chain in redirect_urls.
+            "handle_httpstatus_list": _ERROR_STATUSES,
+            "helppuff_candidate": url,
+            "helppuff_source": source,
+            "helppuff_category": category,
+            "helppuff_tick_reason": tick_reason,
+        }
+        if render:
+            meta["playwright"] = True
+            meta["helppuff_render"] = True
+            self._stat("render/requests")
+        # dont_filter: candidates are deduplicated here, and a redirect to a seen URL must still
+        # come back as a page (one item per candidate).
+        return Request(url, callback=self.parse_page, errback=self.page_failed, meta=meta,
+                       dont_filter=True, cb_kwargs={"candidate": url, "source": source})
+
+    def _wants_render(self, response: Response) -> bool:
+        if self.config.render_js != "auto" or response.meta.get("helppuff_render"):
+            return False
+        if response.status != 200 or not isinstance(response, TextResponse):
+            return False
+        if needs_rendering(response.text, self.config.render_min_text, self.config.render_min_scripts):
+            self._stat("render/needed")
+            return True
+        return False
+
+    def parse_page(self, response: Response, candidate: str, source: str, follow: bool = True) -> Iterator[Any]:
+        if self._wants_render(response):
+            yield self._page_request(candidate, source, render=True,
+                                     category=response.meta.get("helppuff_category", ""),
+                                     tick_reason=response.meta.get("helppuff_tick_reason", ""))
+            return
+        page = self._base_page(candidate, source, response.meta)
+        final = normalize_url(response.url)
+        if final and final != candidate and source != "start":
+            if final in self._seen:
+                # Another candidate is this page: record the redirect, learn it once.
+                page.status, page.reason = "skipped", f"redirects to {final}"
+                page.final_url, page.http_status = response.url, response.status
+                page.redirects = list(response.meta.get("redirect_urls", []))
+                self._stat("pages/skipped")
+                yield page
+                return
+            self._seen.add(final)
+        page.http_status = response.status
+        page.final_url = response.url
+        page.redirects = list(response.meta.get("redirect_urls", []))
+        page.rendered = bool(response.meta.get("helppuff_render"))
+        page.fetched_at = iso(utc_now())
+        headers = {k.decode("latin-1"): b",".join(v).decode("latin-1") for k, v in response.headers.items()}
+        ctype = headers.get("Content-Type", "")
+        status = response.status
+        if why := blocked_reason(status):
+            page.status, page.reason = "blocked", why
+        elif status in (404, 410):
+            page.status, page.reason = "gone", f"HTTP {status}"
+        elif status >= 500:
+            page.status, page.reason = "failed", f"HTTP {status} after retries"
+        elif status >= 300:
+            page.status, page.reason = "failed", f"HTTP {status}"
+        elif not is_html(ctype, response.body[:512]):
+            page.status, page.reason = "skipped", f"not HTML: {ctype.split(';')[0] or 'no content type'}"
+        else:
+            html = response.text if isinstance(response, TextResponse) else response.body.decode("utf-8", "replace")
+            if why := challenge_reason(status, headers, html):
+                page.status, page.reason = "blocked", why
+            else:
+                page.status = "fetched"
+                page.html = html
+        self._stat(f"pages/{page.status}")
+        yield page
+        if follow and page.status == "fetched" and self.config.follow_links and isinstance(response, HtmlResponse):
+            for url, text in self._links(response):
+                result = self._admit(url, "link", text)
+                if result is not None:
+                    yield result
+
+    def _base_page(self, candidate: str, source: str, meta: dict[str, Any]) -> Page:
+        category = meta.get("helppuff_category") or categorize(candidate, "")
+        return Page(url=candidate, site=self.site, category=category, ticked=True,
+                    tick_reason=meta.get("helppuff_tick_reason", ""), source=source)
+
+    def _failure_page(self, candidate: str, source: str, failure: Failure, meta: dict[str, Any] | None = None) -> Page:
+        page = self._base_page(candidate, source, meta or {})
+        page.fetched_at = iso(utc_now())
+        exc = failure.value
+        from helppuff_crawl.middlewares.robotstxt import RobotsDisallowed
+
+        if isinstance(exc, RobotsDisallowed):
+            page.status, page.reason = "skipped", str(exc) or "robots.txt: disallowed"
+        elif isinstance(exc, IgnoreRequest):
+            message = str(exc)
+            if "max redirections" in message.lower():
+                page.status, page.reason = "failed", "redirect loop (too many redirects)"
+            elif "offsite" in message.lower() or "filtered" in message.lower():
+                page.status, page.reason = "skipped", "redirected to another site"
+            else:
+                page.status, page.reason = "skipped", message or type(exc).__name__
+        elif isinstance(exc, (TimeoutError, TCPTimedOutError)):
+            page.status, page.reason = "failed", "timed out after retries"
+        elif isinstance(exc, (DNSLookupError, ConnectionRefusedError)):
+            page.status, page.reason = "failed", f"unreachable: {type(exc).__name__}"
+        else:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            if "larger than" in text and "max" in text:
+                page.status, page.reason = "skipped", "response over the 3 MB download limit"
+            else:
+                page.status, page.reason = "failed", f"{type(exc).__name__}: {text}"[:300]
+        self._stat(f"pages/{page.status}")
+        return page
+
+    def page_failed(self, failure: Failure) -> Iterator[Page]:
+        request = failure.request  # type: ignore[attr-defined]
+        meta = request.meta
+        yield self._failure_page(meta.get("helppuff_candidate", request.url), meta.get("helppuff_source", ""),
+                                 failure, meta)

@@ -1,0 +1,1 @@
+"""Pure text processing (Markdown extraction, facts, boilerplate, hashing, chunking). No Scrapy import."""

@@ -1,0 +1,104 @@
+"""The local cloud's D1: migrations on a real SQLite file, D1-shaped answers, atomic batches."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+import pytest_twisted
+
+from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
+from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
+from helppuff_crawl.local.d1 import LocalD1, split_statements
+from tests.conftest import run_async
+
+
+def test_migrations_apply_once_and_are_tracked(tmp_path: Path) -> None:
+    db = LocalD1(tmp_path / "kb.sqlite3")
+    assert db.migrate() == []  # already applied by the constructor
+    db.close()
+    conn = sqlite3.connect(tmp_path / "kb.sqlite3")
+    names = [row[0] for row in conn.execute("SELECT name FROM d1_migrations ORDER BY id")]
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert names[0] == "0001_crawl.sql"
+    assert {"crawl_runs", "pages"} <= tables
+
+
+def test_a_new_migration_file_is_applied_on_next_open(tmp_path: Path) -> None:
+    migrations = tmp_path / "migrations"
+    migrations.mkdir()
+    (migrations / "0001_a.sql").write_text("CREATE TABLE a (x TEXT); -- first\n")
+    LocalD1(tmp_path / "kb.sqlite3", migrations).close()
+    (migrations / "0002_b.sql").write_text("CREATE TABLE b (y TEXT);\nINSERT INTO b VALUES ('semi;colon');\n")
+    db = LocalD1(tmp_path / "kb.sqlite3", migrations)
+    assert db.query([("SELECT y FROM b", [])])[0]["results"] == [{"y": "semi;colon"}]
+
+
+def test_split_statements_keeps_triggers_and_strings_whole() -> None:
+    sql = """
+    -- a comment
+    CREATE TABLE t (x TEXT);
+    CREATE TRIGGER t_ai AFTER INSERT ON t BEGIN
+      INSERT INTO t2 VALUES ('a;b');
+    END;
+    INSERT INTO t VALUES ('x; y');
+    """
+    parts = split_statements(sql)
+    assert len(parts) == 3
+    assert parts[1].startswith("CREATE TRIGGER") and parts[1].endswith("END;")
+    assert parts[2] == "INSERT INTO t VALUES ('x; y');"
+
+
+async def _client(tmp_path: Path) -> CloudflareClient:
+    return CloudflareClient(LocalTransport(LocalCloud(tmp_path)), "local")
+
+
+@pytest_twisted.inlineCallbacks
+def test_query_returns_rows_as_objects(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_query_rows(tmp_path))
+
+
+async def _query_rows(tmp_path: Path) -> None:
+    client = await _client(tmp_path)
+    await client.d1_query("kb", "INSERT INTO crawl_runs (id, site, start_url, started_at, heartbeat_at) "
+                                "VALUES (?, ?, ?, ?, ?)", ["r1", "acme", "https://a.com", "2026-01-01T00:00:00Z",
+                                                           "2026-01-01T00:00:00Z"])
+    rows = await client.d1_query("kb", "SELECT id, status, pages_ok FROM crawl_runs WHERE site = ?", ["acme"])
+    assert rows == [{"id": "r1", "status": "running", "pages_ok": 0}]
+    await client.aclose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_batch_is_all_or_nothing(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_batch(tmp_path))
+
+
+async def _batch(tmp_path: Path) -> None:
+    client = await _client(tmp_path)
+    insert = ("INSERT INTO crawl_runs (id, site, start_url, started_at, heartbeat_at) VALUES (?, 'a', 'u', 't', 't')")
+    with pytest.raises(CloudflareError) as err:
+        await client.d1_batch("kb", [(insert, ["r1"]), (insert, ["r1"])])  # the second violates the key
+    assert "D1 database kb" in str(err.value) and "UNIQUE" in str(err.value)
+    assert await client.d1_query("kb", "SELECT id FROM crawl_runs") == []
+    await client.aclose()
+
+
+def test_rest_contract_of_the_local_cloud(tmp_path: Path) -> None:
+    cloud = LocalCloud(tmp_path)
+    ok = cloud.handle("POST", "/client/v4/accounts/local/d1/database/kb/query",
+                      json.dumps({"sql": "SELECT ? AS n", "params": ["1"]}).encode())
+    assert ok.status == 200
+    assert ok.body["success"] is True and ok.body["errors"] == []
+    assert ok.body["result"][0]["results"] == [{"n": "1"}]
+    assert set(ok.body["result"][0]["meta"]) >= {"changes", "duration", "last_row_id", "rows_read", "rows_written"}
+    numbers = cloud.handle("POST", "/client/v4/accounts/local/d1/database/kb/query",
+                           json.dumps({"sql": "SELECT ?", "params": [1]}).encode())
+    assert numbers.status == 400 and "strings" in numbers.body["errors"][0]["message"]
+    bad_sql = cloud.handle("POST", "/client/v4/accounts/local/d1/database/kb/query",
+                           json.dumps({"sql": "SELEC nonsense"}).encode())
+    assert bad_sql.status == 400 and bad_sql.body["success"] is False
+    unknown = cloud.handle("GET", "/client/v4/accounts/local/nothing/here")
+    assert unknown.status == 404
+    cloud.close()
