@@ -49,3 +49,7 @@ class Page:
     faq: list[tuple[str, str]] = field(default_factory=list)  # (question, answer) pairs
     content_hash: str = ""  # text/hashing.content_hash(title, category, markdown), 64 hex
     fetched_at: str = ""  # ISO 8601 UTC, seconds, "Z"
+    sample: int = 0  # boilerplate sample size when this page is in the sample, else 0
+    drop_blocks: frozenset[str] = frozenset()  # site-wide furniture fingerprints (text/boilerplate)
+    site_blocks: tuple[str, ...] = ()  # Markdown of furniture with contact details/hours, kept with the facts
+    chunks: list[Any] = field(default_factory=list)  # text/chunking.Chunk list, page order

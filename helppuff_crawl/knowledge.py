@@ -190,16 +190,48 @@ class KnowledgeBase:
 
     async def save_page(self, row: Mapping[str, Any]) -> None:
         """Insert or replace one page row (all columns), in one statement."""
-        values = dict(row)
-        values["updated_at"] = iso(utc_now())
-        values["redirects"] = json.dumps(list(values.get("redirects") or []))
-        placeholders = ", ".join("?" for _ in _PAGE_COLUMNS)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("site", "url"))
+        await self.client.d1_query(self.database, *page_row_statement(row))
+
+    # --- facts --------------------------------------------------------------------------
+
+    async def save_crawl_facts(self, site: str, values: Mapping[str, Any], source_url: str = "") -> None:
+        """Write the crawl's facts; a key the owner set is never overwritten."""
+        now = iso(utc_now())
+        statements = [
+            ("INSERT INTO facts (site, key, value, source, source_url, updated_at) VALUES (?, ?, ?, 'crawl', ?, ?) "
+             "ON CONFLICT (site, key) DO UPDATE SET value = excluded.value, source_url = excluded.source_url, "
+             "updated_at = excluded.updated_at WHERE facts.source = 'crawl'",
+             [site, key, json.dumps(value, ensure_ascii=False), source_url, now])
+            for key, value in values.items()
+        ]
+        if statements:
+            await self.client.d1_batch(self.database, statements)
+
+    async def set_owner_fact(self, site: str, key: str, value: Any) -> None:
         await self.client.d1_query(
             self.database,
-            f"INSERT INTO pages ({', '.join(_PAGE_COLUMNS)}) VALUES ({placeholders}) "
-            f"ON CONFLICT (site, url) DO UPDATE SET {updates}",
-            [values.get(c) for c in _PAGE_COLUMNS],
+            "INSERT INTO facts (site, key, value, source, source_url, updated_at) VALUES (?, ?, ?, 'owner', '', ?) "
+            "ON CONFLICT (site, key) DO UPDATE SET value = excluded.value, source = 'owner', "
+            "source_url = '', updated_at = excluded.updated_at",
+            [site, key, json.dumps(value, ensure_ascii=False), iso(utc_now())],
+        )
+
+    async def facts(self, site: str) -> list[dict[str, Any]]:
+        return await self.client.d1_query(
+            self.database, "SELECT key, value, source, source_url, updated_at FROM facts WHERE site = ? ORDER BY key",
+            [site],
+        )
+
+    async def add_usage(self, site: str, kind: str, model: str, calls: int, input_tokens: int,
+                        output_tokens: int, neurons: float) -> None:
+        """Add to today's usage row (UTC day)."""
+        await self.client.d1_query(
+            self.database,
+            "INSERT INTO usage_daily (day, site, kind, model, calls, input_tokens, output_tokens, neurons) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, site, kind, model) DO UPDATE SET "
+            "calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input_tokens, "
+            "output_tokens = output_tokens + excluded.output_tokens, neurons = neurons + excluded.neurons",
+            [utc_now().strftime("%Y-%m-%d"), site, kind, model, calls, input_tokens, output_tokens, neurons],
         )
 
     async def status_counts(self, site: str | None = None) -> list[dict[str, Any]]:
@@ -215,6 +247,18 @@ class KnowledgeBase:
             self.database, "SELECT site FROM pages UNION SELECT site FROM crawl_runs ORDER BY site"
         )
         return [row["site"] for row in rows]
+
+
+def page_row_statement(row: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """The statement that inserts or replaces one page row (all columns)."""
+    values = dict(row)
+    values["updated_at"] = iso(utc_now())
+    values["redirects"] = json.dumps(list(values.get("redirects") or []))
+    placeholders = ", ".join("?" for _ in _PAGE_COLUMNS)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in _PAGE_COLUMNS if c not in ("site", "url"))
+    sql = (f"INSERT INTO pages ({', '.join(_PAGE_COLUMNS)}) VALUES ({placeholders}) "
+           f"ON CONFLICT (site, url) DO UPDATE SET {updates}")
+    return sql, [values.get(c) for c in _PAGE_COLUMNS]
 
 
 def _pid_alive(pid: int) -> bool:

@@ -68,8 +68,10 @@ PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 15_000  # ms, the same 15 s as plain fet
 PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 2
 
 ITEM_PIPELINES = {
+    "helppuff_crawl.pipelines.boilerplate.BoilerplatePipeline": 150,
     "helppuff_crawl.pipelines.extract.ExtractMarkdownPipeline": 200,
     "helppuff_crawl.pipelines.hash.HashPipeline": 500,
+    "helppuff_crawl.pipelines.chunk.ChunkPipeline": 600,
     "helppuff_crawl.pipelines.store.StorePipeline": 900,
 }
 
@@ -83,6 +85,15 @@ HELPPUFF_CLOUDFLARE_ACCOUNT_ID = os.environ.get("CLOUDFLARE_ACCOUNT_ID", "")
 HELPPUFF_CLOUDFLARE_API_BASE = os.environ.get("HELPPUFF_CLOUDFLARE_API_BASE", "https://api.cloudflare.com/client/v4")
 # D1 database id (on Cloudflare: the database UUID; locally: the SQLite file's name).
 HELPPUFF_D1_DATABASE = os.environ.get("HELPPUFF_D1_DATABASE", "helppuff")
+
+# Vectorize index for the chunks' vectors (one embedding model per index; a namespace per site).
+HELPPUFF_VECTORIZE_INDEX = os.environ.get("HELPPUFF_VECTORIZE_INDEX", "helppuff")
+# Embedding model: "" = @cf/baai/bge-m3 on Cloudflare, @local/all-minilm-l6-v2 in the local cloud.
+HELPPUFF_EMBED_MODEL = os.environ.get("HELPPUFF_EMBED_MODEL", "")
+# Texts per embedding call (batches are filled across pages; Workers AI takes at most 32).
+HELPPUFF_EMBED_BATCH_SIZE = 32
+# Embedding calls in flight at once.
+HELPPUFF_EMBED_CONCURRENCY = 2
 
 # Discovery: at most this many fetches (robots.txt, home page, sitemaps) before crawling.
 HELPPUFF_DISCOVERY_MAX_FETCHES = 50
@@ -103,6 +114,10 @@ HELPPUFF_RENDER_MIN_TEXT = 300
 HELPPUFF_RENDER_MIN_SCRIPTS = 2
 # Browser time budget per run, in seconds; past it, pages that need rendering are skipped.
 HELPPUFF_RENDER_BUDGET = 600.0
+# Boilerplate: pages read first to learn the site's furniture (blocks on more than half of them).
+HELPPUFF_BOILERPLATE_SAMPLE = 5
+# A block on more than this share of the sample is furniture.
+HELPPUFF_BOILERPLATE_THRESHOLD = 0.5
 # Failed pages are worth retrying after these delays (seconds): +15 min, then +2 h.
 HELPPUFF_RETRY_DELAYS = [900, 7200]
 # A run whose heartbeat is older than this (seconds) and whose process is gone is marked failed.

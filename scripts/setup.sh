@@ -17,4 +17,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # pip 23 cannot install lxml[html-clean]: upgrade pip first.
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test]'
+# The CPU build of torch first (from this machine's local package disk): an unpinned torch,
+# asked for by sentence-transformers, would pull a multi-GB CUDA build.
+.venv/bin/python -m pip install -q torch==2.13.0
+.venv/bin/python -m pip install -q -e '.[local,test]'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,8 @@ def test_bad_url_option(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unreachable_url(capsys: pytest.CaptureFixture[str]) -> None:
-    # port 9 on 127.0.0.1: nothing listens, the connection is refused
-    assert main(["extract", "http://127.0.0.1:9/"]) == 2
-    assert capsys.readouterr().err.startswith("helppuff extract: http://127.0.0.1:9/: ConnectError: ")
+    with socket.socket() as probe:  # a port nothing listens on: bound, then closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["extract", f"http://127.0.0.1:{port}/"]) == 2
+    assert capsys.readouterr().err.startswith(f"helppuff extract: http://127.0.0.1:{port}/: ConnectError: ")

@@ -27,8 +27,8 @@ def _rows(tmp_path: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
         conn.close()
 
 
-@pytest.fixture(scope="module")
-def acme_crawl(serve_site, tmp_path_factory):  # type: ignore[no-untyped-def]
+@pytest_twisted.async_fixture(scope="module")
+async def acme_crawl(serve_site, tmp_path_factory):  # type: ignore[no-untyped-def]
     """Crawl the acme site once for this module; yield (server, kb folder, stats, items)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (scripts/setup.sh installs it)")
@@ -41,7 +41,7 @@ def acme_crawl(serve_site, tmp_path_factory):  # type: ignore[no-untyped-def]
         items.append(item)
 
     crawler.signals.connect(collect, signal=signals.item_scraped)  # weak reference: kept alive here
-    pytest_twisted.blockon(crawler.crawl(url=server.url, site="acme"))
+    await crawler.crawl(url=server.url, site="acme")
     return server, tmp_path, crawler.stats.get_stats(), items
 
 
@@ -132,3 +132,86 @@ def test_one_item_per_page_and_no_page_fetched_twice(acme_crawl) -> None:  # typ
     urls = [item.url for item in items]
     assert len(urls) == len(set(urls))
     assert stats["helppuff/discovery/fetches"] <= 50
+
+
+def test_markdown_is_free_of_site_furniture_and_keeps_structure(acme_crawl) -> None:  # type: ignore[no-untyped-def]
+    server, tmp_path, stats, items = acme_crawl
+    pages = {r["url"].removeprefix(server.url): r["markdown"]
+             for r in _rows(tmp_path, "SELECT url, markdown FROM pages WHERE status = 'ok'")}
+    for path, markdown in pages.items():
+        assert "Acme Plumbing Pty Ltd" not in markdown, path  # the footer
+        assert "We use cookies" not in markdown, path  # the consent banner
+        assert "[FAQ](" not in markdown and "[Blog](" not in markdown, path  # the nav
+        assert "Why choose Acme" not in markdown, path  # site-wide panel inside <main>
+        assert "Call us on 03 9000 1234. Open Monday" not in markdown, path  # contact strip: kept with facts
+    assert stats["helppuff/boilerplate/sample_pages"] == 5
+    assert "| Day | Open | Close |" in pages["/contact"]
+    assert "| Saturday | 8:00 am | 12:00 pm |" in pages["/contact"]
+    assert "| Service | Price | Notes |" in pages["/pricing"] and "| Standard call-out | $99 |" in pages["/pricing"]
+    assert "**Do you charge a call-out fee?**" in pages["/faq"]
+    for service in ("Leak detection", "Backflow prevention testing", "Hot water system repairs and replacement"):
+        assert service in pages["/services"]
+
+
+def test_facts_and_the_facts_passage(acme_crawl) -> None:  # type: ignore[no-untyped-def]
+    server, tmp_path, stats, items = acme_crawl
+    facts = {r["key"]: (json.loads(r["value"]), r["source"]) for r in _rows(tmp_path, "SELECT * FROM facts")}
+    assert facts["name"] == ("Acme Plumbing", "crawl")
+    assert facts["telephone"][0] == "+61 3 9000 1234"
+    assert facts["email"][0] == "hello@acmeplumbing.example"
+    assert facts["address"][0] == "12 Example Street, Richmond, VIC, 3121, AU"
+    assert facts["hours"][0]["Saturday"] == [["08:00", "12:00"]] and facts["hours"][0]["Sunday"] == []
+    assert facts["areas"][0] == ["Richmond", "Carlton", "Fitzroy"]
+    (passage,) = _rows(tmp_path, "SELECT * FROM chunks WHERE url = 'helppuff://facts'")
+    assert "+61 3 9000 1234" in passage["text"] and "| Saturday | 08:00-12:00 |" in passage["text"]
+    everything = " ".join(r["text"] for r in _rows(tmp_path, "SELECT text FROM chunks"))
+    assert everything.count("Call us on 03 9000 1234. Open Monday") == 1  # kept once, with the facts
+
+
+def test_chunks_and_vectors_agree(acme_crawl) -> None:  # type: ignore[no-untyped-def]
+    server, tmp_path, stats, items = acme_crawl
+    chunks = _rows(tmp_path, "SELECT id, url, heading_path, prefix FROM chunks")
+    manifest = {r["id"]: r for r in _rows(tmp_path, "SELECT * FROM vectors")}
+    assert chunks and {c["id"] for c in chunks} == set(manifest)
+    assert all(m["state"] == "live" and m["model"] == "@local/all-minilm-l6-v2" and m["namespace"] == "acme"
+               for m in manifest.values())
+    for chunk in chunks:
+        assert len(chunk["id"]) == 40 and chunk["prefix"].startswith("Page: ")
+    hits = _rows(tmp_path, "SELECT c.url FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+                           "WHERE chunks_fts MATCH ?", '"backflow"')
+    assert [h["url"] for h in hits] == [server.url + "/services"]
+    (site_index,) = _rows(tmp_path, "SELECT * FROM site_index")
+    assert (site_index["model"], site_index["dimensions"], site_index["namespace"]) == ("@local/all-minilm-l6-v2", 384, "acme")
+    (usage,) = _rows(tmp_path, "SELECT * FROM usage_daily")
+    assert usage["kind"] == "embed" and usage["calls"] == stats["helppuff/embed/calls"] >= 1
+    assert stats["helppuff/vectors/written"] == len(chunks)
+
+
+@pytest_twisted.inlineCallbacks
+def test_vectorize_holds_exactly_the_chunks(acme_crawl):  # type: ignore[no-untyped-def]
+    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+    from helppuff_crawl.writer import KnowledgeWriter
+    from tests.conftest import run_async
+
+    server, tmp_path, stats, items = acme_crawl
+    kb = KnowledgeBase.open(BackendConfig.from_settings({"HELPPUFF_DATA_DIR": str(tmp_path / "kb"),
+                                                         "HELPPUFF_D1_DATABASE": "helppuff"}))
+    writer = KnowledgeWriter(kb.client, kb.database, "helppuff", "@local/all-minilm-l6-v2", 384)
+    report = yield run_async(writer.consistency("acme"))
+    yield run_async(kb.close())
+    assert report["consistent"], report
+    assert report["chunks"] == report["vectors"] > 10
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_unchanged_recrawl_embeds_nothing(acme_crawl):  # type: ignore[no-untyped-def]
+    # Runs last in this module: it crawls the same site again into the same knowledge base.
+    server, tmp_path, first_stats, items = acme_crawl
+    crawler = make_crawler(project_settings(tmp_path))
+    yield crawler.crawl(url=server.url, site="acme")
+    stats = crawler.stats.get_stats()
+    assert stats.get("helppuff/embed/calls", 0) == 0
+    assert stats.get("helppuff/vectors/written", 0) == 0 and stats.get("helppuff/vectors/deleted", 0) == 0
+    assert stats["helppuff/store/unchanged"] == first_stats["helppuff/store/status/ok"]
+    runs = _rows(tmp_path, "SELECT status FROM crawl_runs ORDER BY started_at")
+    assert [r["status"] for r in runs] == ["done", "done"]

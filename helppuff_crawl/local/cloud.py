@@ -19,6 +19,7 @@ runs in every local crawl and every test.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -349,7 +350,11 @@ def _ndjson(body: bytes, headers: dict[str, str], discard: bool = False) -> list
 
 
 class LocalTransport:
-    """Send the client's requests to a LocalCloud in this process."""
+    """Send the client's requests to a LocalCloud in this process.
+
+    Each request runs on a worker thread (SQLite work, and the embedding model, which takes
+    seconds for a batch of long chunks), so the event loop, and the crawl on it, keeps going.
+    """
 
     def __init__(self, cloud: LocalCloud) -> None:
         self.cloud = cloud
@@ -357,7 +362,7 @@ class LocalTransport:
     async def request(
         self, method: str, path: str, *, content: bytes = b"", headers: dict[str, str] | None = None
     ) -> Response:
-        return self.cloud.handle(method, path, content, headers or {})
+        return await asyncio.to_thread(self.cloud.handle, method, path, content, headers or {})
 
     async def aclose(self) -> None:
         self.cloud.close()

@@ -39,11 +39,13 @@ class ExtractMarkdownPipeline:
         if not isinstance(item, Page) or item.status != "fetched":
             return item
         url = item.final_url or item.url
-        extracted = extract(item.html, url)
+        extracted = extract(item.html, url, drop_blocks=item.drop_blocks)
         facts = extract_facts(item.html, url)
         item.title = extracted.title
         item.description = extracted.description or facts.description
-        item.markdown = extracted.markdown
+        # FAQPage JSON-LD adds its pairs; those the page does not show become bold Q&A.
+        unseen = [(q, a) for q, a in facts.faq if q and a and q not in extracted.markdown]
+        item.markdown = "\n\n".join([extracted.markdown, *(f"**{q}**\n\n{a}" for q, a in unseen)]).strip()
         item.faq = list(extracted.faq) + [pair for pair in facts.faq if pair not in extracted.faq]
         item.facts = facts.as_dict()
         if item.title and item.category == "other":

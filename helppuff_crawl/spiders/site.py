@@ -148,6 +148,7 @@ class CrawlConfig:
     max_discovery_fetches: int
     max_sitemaps: int
     max_sitemap_urls: int
+    sample_size: int
 
     @classmethod
     def from_settings(cls, settings: Any) -> CrawlConfig:
@@ -172,6 +173,7 @@ class CrawlConfig:
             max_discovery_fetches=fetches,
             max_sitemaps=settings.getint("HELPPUFF_SITEMAP_MAX_SITEMAPS", 25),
             max_sitemap_urls=settings.getint("HELPPUFF_SITEMAP_MAX_URLS", 1000),
+            sample_size=settings.getint("HELPPUFF_BOILERPLATE_SAMPLE", 5),
         )
 
 
@@ -263,14 +265,26 @@ class SiteSpider(scrapy.Spider):
             for item in self.parse_page(home_response, candidate=self.start_url, source="start", follow=False):
                 if isinstance(item, Page):
                     home_page = item
+        results = [r for url, source, hint in candidates if (r := self._admit(url, source, hint)) is not None]
+
+        # The boilerplate sample: the home page and the first ticked pages, fetched first. The
+        # boilerplate pipeline waits for exactly this many items (one per sample page, whatever
+        # its fate) before it lets any page through.
+        requests = [r for r in results if isinstance(r, Request)]
+        sample = ([home_page] if home_page is not None else []) + requests
+        sample = sample[: self.config.sample_size]
+        for member in sample:
+            if isinstance(member, Page):
+                member.sample = len(sample)
+            else:
+                member.meta["helppuff_sample"] = len(sample)
+                member.priority = 10
+        self._stat("boilerplate/sample_size", len(sample))
         if home_page is not None:
             self._scheduled += 1
             yield home_page
-
-        for url, source, hint in candidates:
-            result = self._admit(url, source, hint)
-            if result is not None:
-                yield result
+        for result in results:
+            yield result
 
     async def _walk_sitemaps(self, home_url: str, fetches: int) -> tuple[list[str], int]:
         rules = self._robots.get(site_host(home_url))
@@ -357,7 +371,7 @@ class SiteSpider(scrapy.Spider):
     # --- fetching -------------------------------------------------------------------------
 
     def _page_request(self, url: str, source: str, *, render: bool, category: str = "",
-                      tick_reason: str = "") -> Request:
+                      tick_reason: str = "", sample: int = 0) -> Request:
         meta: dict[str, Any] = {
             # Every error status reaches parse_page (to be recorded); 3xx stay with the redirect
             # middleware, which follows them and records the chain in redirect_urls.
@@ -367,6 +381,8 @@ class SiteSpider(scrapy.Spider):
             "helppuff_category": category,
             "helppuff_tick_reason": tick_reason,
         }
+        if sample:
+            meta["helppuff_sample"] = sample
         if render:
             meta["playwright"] = True
             meta["helppuff_render"] = True
@@ -388,9 +404,12 @@ class SiteSpider(scrapy.Spider):
 
     def parse_page(self, response: Response, candidate: str, source: str, follow: bool = True) -> Iterator[Any]:
         if self._wants_render(response):
-            yield self._page_request(candidate, source, render=True,
-                                     category=response.meta.get("helppuff_category", ""),
-                                     tick_reason=response.meta.get("helppuff_tick_reason", ""))
+            request = self._page_request(candidate, source, render=True,
+                                         category=response.meta.get("helppuff_category", ""),
+                                         tick_reason=response.meta.get("helppuff_tick_reason", ""),
+                                         sample=response.meta.get("helppuff_sample", 0))
+            request.priority = 10 if request.meta.get("helppuff_sample") else 0
+            yield request
             return
         page = self._base_page(candidate, source, response.meta)
         final = normalize_url(response.url)
@@ -440,7 +459,8 @@ class SiteSpider(scrapy.Spider):
     def _base_page(self, candidate: str, source: str, meta: dict[str, Any]) -> Page:
         category = meta.get("helppuff_category") or categorize(candidate, "")
         return Page(url=candidate, site=self.site, category=category, ticked=True,
-                    tick_reason=meta.get("helppuff_tick_reason", ""), source=source)
+                    tick_reason=meta.get("helppuff_tick_reason", ""), source=source,
+                    sample=int(meta.get("helppuff_sample", 0)))
 
     def _failure_page(self, candidate: str, source: str, failure: Failure, meta: dict[str, Any] | None = None) -> Page:
         page = self._base_page(candidate, source, meta or {})

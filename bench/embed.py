@@ -1,0 +1,100 @@
+"""Benchmark: chunks per second of the local embedding model, batch of 32 beside batch of 1.
+
+    .venv/bin/python bench/embed.py [--chunks 300] [--repeat 3] [--seed 7]
+
+The chunks are ~300 real English texts of 150-800 tokens (600-3,200 characters, cut at spaces
+from the article-extraction benchmark's texts in ../shared/data; random words when it is absent),
+the sizes the chunker writes. They are embedded through the local cloud's Workers AI `run`
+(all-MiniLM-L6-v2 on the CPU, long texts in overlapping windows, JSON-ready lists out), once with
+the project's batch size (32 texts per call) and once with one text per call, in the same run.
+The passes alternate (32, 1, 32, 1, ...) so both see the same load, and each size keeps its median. Machines are noisy: read the ratio, not the times.
+This is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import statistics
+import time
+from pathlib import Path
+
+from helppuff_crawl.local.ai import LOCAL_MODEL, LocalAI, MiniLMEmbedder, load_sentence_model, window_spans
+
+logger = logging.getLogger(__name__)
+
+DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction" / "article-extraction-benchmark"
+        / "ground-truth.json")
+
+
+def make_chunks(count: int, seed: int) -> tuple[list[str], str]:
+    """`count` texts of 600-3,200 characters, cut at spaces, and where they came from."""
+    rng = random.Random(seed)
+    if DATA.is_file():
+        bodies = [a.get("articleBody", "") for a in json.loads(DATA.read_text(encoding="utf-8")).values()]
+        bodies = [b for b in bodies if b and sum(c.isascii() for c in b) / len(b) > 0.95]  # English-like
+        source = "article-extraction benchmark texts (English-like)"
+    else:
+        words = "we repair hot water systems blocked drains leaking taps gas heaters in Richmond today".split()
+        bodies = [" ".join(rng.choice(words) for _ in range(3000)) for _ in range(40)]
+        source = "random words (the article benchmark is absent)"
+    text = " ".join(" ".join(b.split()) for b in bodies if b)
+    chunks, start = [], 0
+    while len(chunks) < count:
+        size = rng.randint(600, 3200)
+        if start + size >= len(text):
+            start = 0
+        end = text.rfind(" ", start, start + size)
+        end = end if end > start + 500 else start + size
+        chunks.append(text[start:end].strip())
+        start = end + 1
+    return chunks, source
+
+
+def run_pass(ai: LocalAI, chunks: list[str], batch: int) -> float:
+    started = time.perf_counter()
+    for first in range(0, len(chunks), batch):
+        ai.run(LOCAL_MODEL, {"text": chunks[first:first + batch]})
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    import torch
+
+    chunks, source = make_chunks(args.chunks, args.seed)
+    started = time.perf_counter()
+    load_sentence_model()
+    load_time = time.perf_counter() - started
+    embedder = MiniLMEmbedder()
+    tokens = [len(ids) for ids in embedder.tokenize(chunks)]
+    windows = sum(len(window_spans(n)) for n in tokens)
+    ai = LocalAI({LOCAL_MODEL: embedder})
+    run_pass(ai, chunks[:32], 32)  # warm up
+
+    print(f"{len(chunks)} chunks from {source}: {sum(len(c) for c in chunks) / len(chunks):,.0f} characters "
+          f"on average, {min(tokens)}-{max(tokens)} word pieces, {windows} windows of <= 256")
+    print(f"model load: {load_time:.1f} s; torch {torch.__version__}, {torch.get_num_threads()} threads")
+    times: dict[int, list[float]] = {32: [], 1: []}
+    for _ in range(args.repeat):  # interleaved, so both see the same machine
+        for batch in times:
+            times[batch].append(run_pass(ai, chunks, batch))
+    results = {batch: statistics.median(t) for batch, t in times.items()}
+    print()
+    print(f"{'batch size':>10}  {'seconds':>8}  {'chunks/s':>8}  {'ms/chunk':>8}")
+    for batch, seconds in results.items():
+        print(f"{batch:>10}  {seconds:>8.2f}  {len(chunks) / seconds:>8.1f}  {seconds * 1000 / len(chunks):>8.1f}")
+    print()
+    print(f"batch 32 is {results[1] / results[32]:.2f}x the throughput of batch 1 "
+          f"(median of {args.repeat} passes each)")
+
+
+if __name__ == "__main__":
+    main()

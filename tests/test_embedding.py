@@ -1,0 +1,112 @@
+"""WorkersAIEmbedder: one code path to Cloudflare and to the local cloud, in batches of at most 32."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import pytest_twisted
+
+from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
+from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model, estimate_tokens
+from helppuff_crawl.local.ai import LocalAI
+from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
+from tests.conftest import run_async
+from tests.fake_cloudflare import Canned, FakeCloudflare
+from tests.fakes import FakeEmbedder, HashModel, hash_vector
+
+
+def test_models_and_defaults() -> None:
+    assert MODELS == {"@cf/baai/bge-m3": 1024, "@cf/qwen/qwen3-embedding-0.6b": 1024, "@local/all-minilm-l6-v2": 384}
+    assert (default_model(remote=True), default_model(remote=False)) == ("@cf/baai/bge-m3", "@local/all-minilm-l6-v2")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"model": "@cf/unknown/model"}, "give its dimensions"),
+     ({"model": "@cf/baai/bge-m3", "max_batch": 33}, "1-32"),
+     ({"model": "@cf/baai/bge-m3", "max_batch": 0}, "1-32")],
+)
+def test_embedder_refuses_what_it_cannot_do(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        WorkersAIEmbedder(None, **kwargs)  # type: ignore[arg-type]
+
+
+def test_estimate_tokens_is_ceil_of_characters_over_four() -> None:
+    assert estimate_tokens(["", "abc", "abcd", "abcde"]) == 0 + 1 + 1 + 2
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeCloudflare]:
+    with FakeCloudflare() as server:
+        yield server
+
+
+@pytest_twisted.inlineCallbacks
+def test_batches_of_32_against_cloudflare(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_remote(fake))
+
+
+async def _remote(fake: FakeCloudflare) -> None:
+    path = "/accounts/acc/ai/run/@cf/baai/bge-m3"
+    fake.on("POST", path,
+            Canned(result={"shape": [32, 2], "data": [[1.0, 0.0]] * 32}),
+            Canned(result={"shape": [8, 2], "data": [[0.0, 1.0]] * 8}))
+    client = CloudflareClient(HttpTransport("t", fake.url), "acc")
+    embedder = WorkersAIEmbedder(client, "@cf/baai/bge-m3", dimensions=2)
+    texts = [f"chunk {n:02d} text" for n in range(40)]
+    vectors = await embedder.embed(texts)
+    assert vectors == [[1.0, 0.0]] * 32 + [[0.0, 1.0]] * 8
+    assert [r.json()["text"] for r in fake.requests] == [texts[:32], texts[32:]]
+    assert (embedder.calls, embedder.texts) == (2, 40)
+    assert (embedder.prompt_tokens, embedder.tokens_estimated) == (estimate_tokens(texts), True)
+    await client.aclose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_vector_of_the_wrong_dimension_is_an_error(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_wrong_dimension(fake))
+
+
+async def _wrong_dimension(fake: FakeCloudflare) -> None:
+    fake.on("POST", "/accounts/acc/ai/run/@cf/baai/bge-m3", Canned(result={"shape": [1, 3], "data": [[1, 2, 3]]}))
+    client = CloudflareClient(HttpTransport("t", fake.url), "acc")
+    with pytest.raises(ValueError, match="@cf/baai/bge-m3 gave a 3-dimension vector; expected 1024"):
+        await WorkersAIEmbedder(client, "@cf/baai/bge-m3").embed(["x"])
+    await client.aclose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_same_code_path_against_the_local_cloud(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_local(tmp_path))
+
+
+async def _local(tmp_path: Path) -> None:
+    model = HashModel(8)
+    client = CloudflareClient(LocalTransport(LocalCloud(tmp_path, ai=LocalAI({"@fake/hash-8": model}))), "local")
+    embedder = WorkersAIEmbedder(client, "@fake/hash-8", dimensions=8, max_batch=3)
+    texts = ["one two", "three", "four five six", "seven"]
+    vectors = await embedder.embed(texts)
+    assert vectors == [pytest.approx(hash_vector(t, 8)) for t in texts]
+    assert model.batches == [texts[:3], texts[3:]]
+    assert (embedder.prompt_tokens, embedder.tokens_estimated) == (7, False)  # reported by the model
+    assert await embedder.embed([]) == []
+    await client.aclose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_fake_embedder_is_deterministic_and_records_batches():  # type: ignore[no-untyped-def]
+    yield run_async(_fake_embedder())
+
+
+async def _fake_embedder() -> None:
+    embedder = FakeEmbedder(dimensions=4)
+    first = await embedder.embed(["a", "b"])
+    again = await embedder.embed(["a"])
+    assert first[0] == again[0] and first[0] != first[1]
+    assert [round(x, 6) for x in first[0]] == [round(x, 6) for x in hash_vector("a", 4)]
+    assert sum(x * x for x in first[1]) == pytest.approx(1.0)
+    assert embedder.batches == [["a", "b"], ["a"]] and embedder.calls == 2
+    with pytest.raises(ValueError, match="max_batch"):
+        await FakeEmbedder(max_batch=1).embed(["a", "b"])

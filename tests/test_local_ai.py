@@ -1,0 +1,146 @@
+"""The local cloud's Workers AI: the models it has, the errors for those it has not, long texts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytest_twisted
+
+from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
+from helppuff_crawl.local.ai import LOCAL_MODEL, AIError, LocalAI, MiniLMEmbedder, mean_of_windows, window_spans
+from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
+from tests.conftest import run_async
+from tests.fakes import HashModel, hash_vector
+
+RUN = "/client/v4/accounts/local/ai/run/"
+
+
+@pytest.mark.parametrize(
+    ("n_tokens", "size", "overlap", "expected"),
+    [
+        (0, 254, 32, [(0, 0)]),
+        (100, 254, 32, [(0, 100)]),
+        (254, 254, 32, [(0, 254)]),
+        (255, 254, 32, [(0, 254), (1, 255)]),
+        (600, 254, 32, [(0, 254), (222, 476), (346, 600)]),
+        (10, 4, 1, [(0, 4), (3, 7), (6, 10)]),
+        (11, 4, 1, [(0, 4), (3, 7), (6, 10), (7, 11)]),
+    ],
+)
+def test_window_spans(n_tokens: int, size: int, overlap: int, expected: list[tuple[int, int]]) -> None:
+    spans = window_spans(n_tokens, size, overlap)
+    assert spans == expected
+    assert all(end - start == min(size, n_tokens) for start, end in spans)
+    assert all(b[0] <= a[1] - overlap for a, b in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(0, 0), (4, 4), (4, -1)])
+def test_window_spans_refuses_bad_sizes(size: int, overlap: int) -> None:
+    with pytest.raises(ValueError):
+        window_spans(10, size, overlap)
+
+
+def test_mean_of_windows_is_normalised() -> None:
+    mean = mean_of_windows(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    assert mean.tolist() == pytest.approx([0.70710678, 0.70710678])
+
+
+def test_run_refuses_models_it_does_not_have() -> None:
+    ai = LocalAI({"@fake/hash-8": HashModel(8)})
+    for model in ("@cf/baai/bge-m3", "@cf/zai-org/glm-4.7-flash", "%40cf%2Fbaai%2Fbge-m3"):
+        with pytest.raises(AIError) as caught:
+            ai.run(model, {"text": ["hello"]})
+        assert (caught.value.status, caught.value.code) == (400, 5007)
+        assert caught.value.message == f"No such model {model} or task"
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [({}, "required properties at '/' are 'text'"), ({"text": [1, 2]}, "Type mismatch of '/text'"),
+     ([1], "Type mismatch of '/'")],
+)
+def test_run_refuses_inputs_of_the_wrong_shape(payload: object, message: str) -> None:
+    with pytest.raises(AIError) as caught:
+        LocalAI({"@fake/hash-8": HashModel(8)}).run("@fake/hash-8", payload)
+    assert caught.value.code == 5006 and message in caught.value.message
+
+
+def test_rest_contract_of_run(tmp_path: Path) -> None:
+    cloud = LocalCloud(tmp_path, ai=LocalAI({"@fake/hash-8": HashModel(8)}))
+    one = cloud.handle("POST", RUN + "@fake/hash-8", json.dumps({"text": "hot water"}).encode())
+    assert one.status == 200 and one.body["success"] is True
+    assert one.body["result"]["shape"] == [1, 8]
+    assert one.body["result"]["data"][0] == pytest.approx(hash_vector("hot water", 8))
+    assert one.body["result"]["usage"] == {"prompt_tokens": 2, "total_tokens": 2}
+    unknown = cloud.handle("POST", RUN + "@cf/baai/bge-m3", b'{"text": ["x"]}')
+    assert unknown.status == 400
+    assert unknown.body["errors"] == [{"code": 5007, "message": "No such model @cf/baai/bge-m3 or task"}]
+    escaped = cloud.handle("POST", RUN + "%40fake%2Fhash-8", b'{"text": ["x"]}')  # what the SDK would send
+    assert escaped.status == 400 and escaped.body["errors"][0]["code"] == 5007
+    cloud.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_client_embed_against_the_local_cloud(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_client_embed(tmp_path))
+
+
+async def _client_embed(tmp_path: Path) -> None:
+    model = HashModel(8)
+    client = CloudflareClient(LocalTransport(LocalCloud(tmp_path, ai=LocalAI({"@fake/hash-8": model}))), "local")
+    result = await client.ai_embed("@fake/hash-8", ["a b", "c d e"])
+    assert result.vectors[1] == pytest.approx(hash_vector("c d e", 8))
+    assert (result.shape, result.prompt_tokens) == ([2, 8], 5)
+    assert model.batches == [["a b", "c d e"]]
+    with pytest.raises(CloudflareError) as caught:
+        await client.embed("@cf/baai/bge-m3", ["x"])
+    assert str(caught.value) == "Workers AI model @cf/baai/bge-m3: HTTP 400: 5007: No such model @cf/baai/bge-m3 or task"
+    await client.aclose()
+
+
+_LONG = " ".join(
+    f"Section {n}: our licensed plumbers in Richmond repair hot water systems, clear blocked drains, "
+    f"fix leaking taps and burst pipes, and quote upfront before any work starts." for n in range(30)
+) + " Finally, the very last sentence says that we also install rainwater tanks in Kew."
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_bundled_model_embeds_whole_texts(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_bundled(tmp_path))
+
+
+async def _bundled(tmp_path: Path) -> None:
+    # The one test that loads the real model (a few seconds, on the CPU, from the installed package).
+    client = CloudflareClient(LocalTransport(LocalCloud(tmp_path)), "local")
+    texts = ["How much does a hot water repair cost?", "Prices for fixing a hot water system",
+             "Our office is closed on public holidays", _LONG]
+    result = await client.ai_embed(LOCAL_MODEL, texts)
+    vectors = np.asarray(result.vectors)
+    assert result.shape == [4, 384] and vectors.shape == (4, 384)
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0] * 4, abs=1e-5)
+    similar, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]
+    assert similar > unrelated + 0.2, (similar, unrelated)
+
+    embedder = MiniLMEmbedder()
+    ids = embedder.tokenize([_LONG])[0]
+    assert len(ids) > 600  # several windows
+    assert result.prompt_tokens == sum(len(t) + 2 for t in embedder.tokenize(texts))
+    # A long text is the normalised mean of its windows' vectors...
+    windows = [ids[start:end] for start, end in window_spans(len(ids))]
+    assert len(windows) >= 3
+    expected = mean_of_windows(embedder.encode_windows(windows))
+    assert vectors[3] == pytest.approx(expected, abs=1e-5)
+    # ... so its last sentence counts, where plain truncation never reads it.
+    truncated = MiniLMEmbedder(long_text="truncate").embed([_LONG])[0][0]
+    assert float(truncated @ vectors[3]) < 0.999
+    tail = (await client.embed(LOCAL_MODEL, ["rainwater tanks installed in Kew"]))[0]
+    assert float(np.asarray(tail) @ vectors[3]) > float(np.asarray(tail) @ truncated)
+    # A short text is embedded exactly as the sentence model itself does it.
+    from helppuff_crawl.local.ai import load_sentence_model
+
+    direct = load_sentence_model().encode(texts[:3], normalize_embeddings=True)
+    assert vectors[:3] == pytest.approx(direct, abs=1e-5)
+    await client.aclose()

@@ -1,0 +1,93 @@
+"""The local cloud over loopback HTTP: the production client, unchanged, against `helppuff serve`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_twisted
+
+from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError, HttpTransport
+from helppuff_crawl.local.ai import LocalAI
+from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalCloud
+from helppuff_crawl.local.server import LocalCloudServer, serve_local_cloud
+from tests.conftest import run_async
+from tests.fakes import HashModel, hash_vector
+from tests.test_local_vectorize import vector_round_trip
+
+TOKEN = "local-secret"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[LocalCloudServer, str, LocalCloud]]:
+    cloud = LocalCloud(tmp_path, ai=LocalAI({"@fake/hash-8": HashModel(8)}))
+    server, url = serve_local_cloud(cloud, token=TOKEN)
+    yield server, url, cloud
+    server.close()
+    cloud.close()
+
+
+def test_url_is_the_api_base_on_loopback(served: tuple[LocalCloudServer, str, LocalCloud]) -> None:
+    server, url, _ = served
+    assert url == f"http://127.0.0.1:{server.server_address[1]}/client/v4"
+    assert server.token == TOKEN
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com", ""])
+def test_only_loopback_addresses_are_served(tmp_path: Path, host: str) -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        serve_local_cloud(LocalCloud(tmp_path), host=host, token=TOKEN)
+
+
+def test_a_random_token_when_none_is_given(tmp_path: Path) -> None:
+    server, url = serve_local_cloud(LocalCloud(tmp_path))
+    assert len(server.token) >= 24
+    reply = httpx.post(f"{url}/accounts/local/d1/database/kb/query", json={"sql": "SELECT 1 AS n"},
+                       headers={"Authorization": f"Bearer {server.token}"})
+    assert reply.status_code == 200 and reply.json()["result"][0]["results"] == [{"n": 1}]
+    server.close()
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x"])
+def test_requests_without_the_token_are_refused(
+    served: tuple[LocalCloudServer, str, LocalCloud], authorization: str | None
+) -> None:
+    _, url, _ = served
+    headers = {"Authorization": authorization} if authorization else {}
+    reply = httpx.post(f"{url}/accounts/local/d1/database/kb/query", json={"sql": "SELECT 1"}, headers=headers)
+    assert reply.status_code == 401
+    assert reply.json() == {"success": False, "errors": [{"code": 10000, "message": "Authentication error"}],
+                            "messages": [], "result": None}
+
+
+def test_paths_outside_the_api_are_not_found(served: tuple[LocalCloudServer, str, LocalCloud]) -> None:
+    server, _, _ = served
+    host, port = server.server_address[:2]
+    reply = httpx.get(f"http://{host}:{port}/accounts/local/d1/database",
+                      headers={"Authorization": f"Bearer {TOKEN}"})
+    assert reply.status_code == 404 and reply.json()["success"] is False
+
+
+@pytest_twisted.inlineCallbacks
+def test_round_trip_over_loopback(served: tuple[LocalCloudServer, str, LocalCloud]):  # type: ignore[no-untyped-def]
+    yield run_async(_round_trip(*served))
+
+
+async def _round_trip(server: LocalCloudServer, url: str, cloud: LocalCloud) -> None:
+    client = CloudflareClient(HttpTransport(TOKEN, url), LOCAL_ACCOUNT_ID)
+    await vector_round_trip(client)
+    assert await client.d1_query("kb", "SELECT ? AS s", ["x"]) == [{"s": "x"}]
+    vectors = await client.embed("@fake/hash-8", ["hot water", "blocked drain"])
+    assert vectors[0] == pytest.approx(hash_vector("hot water", 8))
+    with pytest.raises(CloudflareError) as caught:
+        await client.embed("@cf/baai/bge-m3", ["x"])
+    assert "HTTP 400: 5007: No such model @cf/baai/bge-m3 or task" in str(caught.value)
+    await client.aclose()
+
+    bad = CloudflareClient(HttpTransport("wrong", url), LOCAL_ACCOUNT_ID)
+    with pytest.raises(CloudflareError) as refused:
+        await bad.vectorize_list_indexes()
+    assert str(refused.value) == "Vectorize indexes: HTTP 401: 10000: Authentication error"
+    await bad.aclose()

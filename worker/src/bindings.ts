@@ -1,0 +1,64 @@
+/**
+ * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI).
+ *
+ * Everything else sees three small ports: `SqlDatabase` (rows for a statement), `VectorIndex`
+ * (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`). Production wraps the real bindings
+ * here; tests hand in Miniflare's local D1 with FakeVectorize and FakeAi; a dev mode can later
+ * swap in shims that call the local cloud over loopback, in `backendsFromEnv` alone.
+ */
+
+/** A match as Vectorize returns it (`returnMetadata: "all"` fills `metadata`). */
+export interface VectorMatch {
+  id: string;
+  score: number;
+  metadata?: Record<string, unknown>;
+}
+
+export interface VectorQueryOptions {
+  topK: number;
+  namespace?: string;
+  returnMetadata?: "all" | "indexed" | "none";
+}
+
+/** The slice of a Vectorize index binding the Worker uses. */
+export interface VectorIndex {
+  query(vector: number[], options: VectorQueryOptions): Promise<{ matches: VectorMatch[] }>;
+}
+
+/** The slice of the Workers AI binding the Worker uses: `run(model, inputs)`. */
+export interface AiRunner {
+  run(model: string, inputs: Record<string, unknown>): Promise<unknown>;
+}
+
+/** Statements with positional `?` parameters; `all` returns the result rows. */
+export interface SqlDatabase {
+  all<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
+}
+
+/** The Worker's bindings, as declared in wrangler.jsonc. */
+export interface Env {
+  DB: D1Database;
+  VECTORIZE: VectorIndex;
+  AI: AiRunner;
+}
+
+/** What retrieval runs on. */
+export interface Backends {
+  db: SqlDatabase;
+  vectors: VectorIndex;
+  ai: AiRunner;
+}
+
+/** Wrap the Worker's bindings as the ports retrieval uses. */
+export function backendsFromEnv(env: Env): Backends {
+  return { db: d1Database(env.DB), vectors: env.VECTORIZE, ai: env.AI };
+}
+
+function d1Database(db: D1Database): SqlDatabase {
+  return {
+    async all<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+      const result = await db.prepare(sql).bind(...params).all<T>();
+      return result.results;
+    },
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The HelpPuff Worker. Routes:
+ *
+ *   POST /v1/sites/:site/search   {query, history?, limit?}
+ *     200 {passages: [{n, chunkId, title, headingPath, url, category, text, score}],
+ *          degraded: [reason...], query: <standalone query>, scores: "reranker" | "fused"}
+ *     400 {error} for bad input or an unknown site; 413 for a body over 64 KB;
+ *     503 {error} when D1 cannot be read.
+ *
+ * Retrieval itself is in retrieve.ts; bindings are reached through bindings.ts only.
+ */
+import { type Env, backendsFromEnv } from "./bindings";
+import { parseSearchRequest } from "./request";
+import { UnknownSiteError, retrieve } from "./retrieve";
+
+const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
+const MAX_BODY_BYTES = 64 * 1024;
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+async function search(request: Request, env: Env, site: string): Promise<Response> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) {
+    return json(413, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
+  }
+  const text = await request.text();
+  if (new TextEncoder().encode(text).length > MAX_BODY_BYTES) {
+    return json(413, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return json(400, { error: "the body must be JSON: {query, history?, limit?}" });
+  }
+  const parsed = parseSearchRequest(site, body);
+  if (!parsed.ok) {
+    return json(400, { error: parsed.error });
+  }
+  try {
+    return json(200, await retrieve(backendsFromEnv(env), parsed.value));
+  } catch (error) {
+    if (error instanceof UnknownSiteError) {
+      return json(400, { error: error.message });
+    }
+    console.error("search failed for site %s", site, error);
+    return json(503, { error: "the knowledge base cannot be read right now" });
+  }
+}
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const url = new URL(request.url);
+    const match = SEARCH_PATH.exec(url.pathname);
+    if (match === null) {
+      return json(404, { error: `no route for ${url.pathname}` });
+    }
+    if (request.method !== "POST") {
+      return json(405, { error: "use POST" }, { allow: "POST" });
+    }
+    let site: string;
+    try {
+      site = decodeURIComponent(match[1] ?? "");
+    } catch {
+      return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
+    }
+    return search(request, env, site);
+  },
+} satisfies ExportedHandler<Env>;

@@ -1,0 +1,23 @@
+/**
+ * Which page categories a question leans towards, from its words.
+ *
+ * A question about a phone number, an email, an address or opening hours leans towards `contact`;
+ * prices, costs, fees and quotes towards `pricing`; suburbs and areas towards `location`; booking
+ * and appointments towards `booking`. Fusion boosts chunks of these categories (fusion.ts).
+ * "Call-out" (a fee) is not a call. Categories are the crawler's (helppuff_crawl/web/categories.py).
+ */
+
+const INTENTS: ReadonlyArray<readonly [category: string, pattern: RegExp]> = [
+  [
+    "contact",
+    /\b(phone|phones|call(?![-\s]?outs?\b)|calls|calling|ring|number|email|e-mail|emails|address|contact|hours|open|opens|opening|closed|close)\b/iu,
+  ],
+  ["pricing", /\b(price|prices|pricing|priced|cost|costs|costing|how much|fee|fees|quote|quotes|charge|charges|rates?)\b/iu],
+  ["location", /\b(suburb|suburbs|area|areas|near|nearby|located|location|locations|where are you|service area)\b/iu],
+  ["booking", /\b(book|books|booking|bookings|appointment|appointments|schedule|scheduling|reschedule)\b/iu],
+];
+
+/** The categories `question` leans towards (possibly none), in a fixed order. */
+export function intentCategories(question: string): string[] {
+  return INTENTS.filter(([, pattern]) => pattern.test(question)).map(([category]) => category);
+}

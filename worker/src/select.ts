@@ -1,0 +1,67 @@
+/**
+ * Choose the passages to return from scored candidates, best first.
+ *
+ * With the reranker, a candidate needs a reranker score of at least `minScore`; nothing above it
+ * means no passage. In fused order (reranker off, failed or too slow) reranker scores do not
+ * exist, so the relevance check is instead: a keyword hit, or a vector match with cosine
+ * >= FUSED_MIN_COSINE; the score reported is then the RRF score. `maxPerPage` caps passages
+ * from one page URL; then the best `count` are kept.
+ */
+import { type Chunk, type Passage, passageUrl } from "./chunks";
+
+export const FUSED_MIN_COSINE = 0.45;
+
+export interface Candidate {
+  chunk: Chunk;
+  score: number; // reranker score, or RRF score in fused order
+  keywordRank: number | null;
+  vectorRank: number | null;
+  cosine: number | null; // Vectorize score of a vector match
+}
+
+export interface SelectOptions {
+  count: number;
+  minScore: number | null; // null in fused order
+  maxPerPage: number | null;
+}
+
+/** Fused-order relevance check: a keyword hit, or a close enough vector match. */
+export function relevantWithoutReranker(candidate: Candidate, minCosine = FUSED_MIN_COSINE): boolean {
+  return candidate.keywordRank !== null || (candidate.cosine !== null && candidate.cosine >= minCosine);
+}
+
+/** Keep the best candidates (already sorted best first) under the options' rules. */
+export function selectCandidates(candidates: readonly Candidate[], options: SelectOptions): Candidate[] {
+  const kept: Candidate[] = [];
+  const perPage = new Map<string, number>();
+  for (const candidate of candidates) {
+    if (kept.length >= options.count) {
+      break;
+    }
+    if (options.minScore !== null && !(candidate.score >= options.minScore)) {
+      continue;
+    }
+    const page = candidate.chunk.url;
+    const fromPage = perPage.get(page) ?? 0;
+    if (options.maxPerPage !== null && fromPage >= options.maxPerPage) {
+      continue;
+    }
+    perPage.set(page, fromPage + 1);
+    kept.push(candidate);
+  }
+  return kept;
+}
+
+/** Number the passages from 1, in order. */
+export function toPassages(items: ReadonlyArray<{ chunk: Chunk; score: number }>): Passage[] {
+  return items.map(({ chunk, score }, index) => ({
+    n: index + 1,
+    chunkId: chunk.id,
+    title: chunk.title,
+    headingPath: chunk.headingPath,
+    url: passageUrl(chunk),
+    category: chunk.category,
+    text: chunk.text,
+    score,
+  }));
+}
