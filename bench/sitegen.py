@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _WORDS = ("plumbing hot water repair drain blocked leak tap install service price quote call "
@@ -42,7 +43,7 @@ def build_site(n: int, seed: int = 7) -> dict[str, tuple[str, bytes]]:
 
 
 class GeneratedSite:
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, delay: float = 0.0) -> None:
         files = build_site(n)
 
         class Handler(BaseHTTPRequestHandler):
@@ -63,6 +64,8 @@ class GeneratedSite:
                             f"{locs}</urlset>").encode()
                 elif path in files:
                     ctype, body = files[path]
+                    if delay:
+                        time.sleep(delay)
                 else:
                     self.send_error(404)
                     return

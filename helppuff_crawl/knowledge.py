@@ -84,6 +84,12 @@ _PAGE_COLUMNS = (
     "final_url", "redirects", "rendered", "title", "description", "markdown", "content_hash",
     "fetched_at", "retry_count", "next_retry_at", "run_id", "updated_at",
 )
+# Column defaults (as in the schema) for a row that does not give every column.
+_PAGE_DEFAULTS: dict[str, Any] = {
+    "category": "other", "ticked": 1, "tick_reason": "", "source": "", "status": "pending", "reason": "",
+    "http_status": None, "final_url": "", "redirects": [], "rendered": 0, "title": "", "description": "",
+    "markdown": "", "content_hash": "", "fetched_at": None, "retry_count": 0, "next_retry_at": None, "run_id": "",
+}
 _RUN_STATS = ("pages_found", "pages_ticked", "pages_ok", "pages_failed")
 
 
@@ -251,7 +257,7 @@ class KnowledgeBase:
 
 def page_row_statement(row: Mapping[str, Any]) -> tuple[str, list[Any]]:
     """The statement that inserts or replaces one page row (all columns)."""
-    values = dict(row)
+    values = {**_PAGE_DEFAULTS, **row}
     values["updated_at"] = iso(utc_now())
     values["redirects"] = json.dumps(list(values.get("redirects") or []))
     placeholders = ", ".join("?" for _ in _PAGE_COLUMNS)

@@ -15,6 +15,7 @@ from helppuff_crawl.text.facts import Facts, facts_passage
 
 FACTS_URL = "helppuff://facts"  # the facts passage's page URL in `chunks`
 FACTS_TITLE = "Business details"
+SITE_BLOCKS_KEY = "_site_blocks"  # furniture with contact details/hours, kept once with the facts
 FACT_KEYS = ("name", "telephone", "email", "address", "hours", "areas", "price_range", "phones", "emails",
              "description")
 _LABELS = {"hours": "Opening hours"}
@@ -39,10 +40,14 @@ def passage(rows: Iterable[Mapping[str, Any]], site_blocks: Sequence[str] = (), 
     """The facts passage from stored rows ({key, value (JSON)}), plus furniture blocks with contact details."""
     facts = Facts()
     extra: list[str] = []
+    blocks = list(site_blocks)
     for row in rows:
         key = row["key"]
         value = json.loads(row["value"])
-        if key in ("phones", "emails", "areas") and isinstance(value, list):
+        if key == SITE_BLOCKS_KEY:
+            if isinstance(value, list):
+                blocks.extend(str(v) for v in value)
+        elif key in ("phones", "emails", "areas") and isinstance(value, list):
             setattr(facts, key, [str(v) for v in value])
         elif key == "hours" and isinstance(value, dict):
             facts.hours = {day: [tuple(span) for span in spans] for day, spans in value.items()}
@@ -55,7 +60,7 @@ def passage(rows: Iterable[Mapping[str, Any]], site_blocks: Sequence[str] = (), 
     text = facts_passage(facts, site_name)
     if extra:
         text = (text or f"# {FACTS_TITLE}") + "\n\n" + "\n".join(extra)
-    blocks = [block.strip() for block in site_blocks if block.strip()]
+    blocks = [block.strip() for block in blocks if block.strip()]
     if blocks:
         text = (text or f"# {FACTS_TITLE}") + "\n\n" + "\n\n".join(dict.fromkeys(blocks))
     return text

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from helppuff_crawl.cloudflare.client import CloudflareClient
-from helppuff_crawl.knowledge import iso, utc_now
-from helppuff_crawl.text.chunking import Chunk
+from helppuff_crawl.knowledge import KnowledgeBase, iso, utc_now
+from helppuff_crawl.sitefacts import FACTS_TITLE, FACTS_URL, passage
+from helppuff_crawl.text.chunking import Chunk, ChunkMeta, chunk_page
 from helppuff_crawl.text.hashing import text_hash
 
 logger = logging.getLogger(__name__)
 
+EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 _BATCH_IDS = 100  # ids per Vectorize get/delete call and per D1 IN (...) list
 _PATH_SEPARATOR = " › "
 
@@ -300,3 +302,20 @@ class KnowledgeWriter:
             "orphan_vectors": orphans[:20], "manifest_not_live": not_live[:20], "wrong_namespace": wrong_namespace,
             "consistent": not missing and not orphans and not not_live and not wrong_namespace,
         }
+
+
+async def write_facts_passage(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str) -> int:
+    """Rebuild the site's facts passage from the stored facts (the owner's win); returns its chunks.
+
+    One chunk with the business name, phone, email, address, hours and areas (and furniture that
+    carried contact details), so "what's your number?" always has something to find.
+    """
+    text = passage(await kb.facts(site))
+    rows = [ChunkRow.from_chunk(c, seq, FACTS_URL, FACTS_TITLE, "contact")
+            for seq, c in enumerate(chunk_page(text, ChunkMeta(site, FACTS_URL, FACTS_TITLE, "contact")))]
+    reuse = await writer.reusable(site, rows)
+    todo = [row for row in rows if row.id not in reuse]
+    vectors = dict(zip((row.id for row in todo), await embed([row.embed_text for row in todo]), strict=True)) \
+        if todo else {}
+    await writer.write_page(site, FACTS_URL, rows, vectors, None)
+    return len(rows)

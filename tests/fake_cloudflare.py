@@ -22,7 +22,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 PREFIX = "/client/v4"
 
@@ -74,7 +74,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _handle(self) -> None:
@@ -136,7 +136,7 @@ class FakeCloudflare:
                 return Canned(404, errors=[(7003, f"Could not route to {route}")])
             return answers.pop(0) if len(answers) > 1 else answers[0]
 
-    def __enter__(self) -> FakeCloudflare:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -315,15 +315,15 @@ _ERRORS = [
      'Vectorize index helppuff-acme: HTTP 404: 3000: vectorize.index.not_found - Index name "helppuff-acme"', 1),
     ("dimension mismatch", "POST", "/accounts/acc/vectorize/v2/indexes/helppuff-acme/upsert",
      Canned(400, errors=[(40012, 'invalid vector for id="a", expected 1024 dimensions, and got 384 dimensions')]),
-     "upsert", "Vectorize index helppuff-acme: HTTP 400: 40012: invalid vector for id=\"a\", expected 1024 "
-     "dimensions, and got 384 dimensions", 1),
+     "upsert", ("Vectorize index helppuff-acme: HTTP 400: 40012: invalid vector for id=\"a\", expected 1024 "
+                "dimensions, and got 384 dimensions"), 1),
     ("unknown model", "POST", "/accounts/acc/ai/run/@cf/baai/bge-m3",
      Canned(400, errors=[(5007, "No such model @cf/baai/bge-m3 or task")]), "embed",
      "Workers AI model @cf/baai/bge-m3: HTTP 400: 5007: No such model @cf/baai/bge-m3 or task", 1),
     ("429 exhausted", "POST", "/accounts/acc/ai/run/@cf/baai/bge-m3",
      Canned(429, errors=[(3040, "No more data centers to forward the request to")]), "embed",
-     "Workers AI model @cf/baai/bge-m3: HTTP 429: 3040: No more data centers to forward the request to "
-     "(after 3 attempts)", 3),
+     ("Workers AI model @cf/baai/bge-m3: HTTP 429: 3040: No more data centers to forward the request to "
+      "(after 3 attempts)"), 3),
     ("5xx exhausted", "POST", "/accounts/acc/d1/database/kb/query", Canned(503, raw=b"<html>busy</html>"), "d1",
      "D1 database kb: HTTP 503: 503: <html>busy</html> (after 3 attempts)", 3),
 ]

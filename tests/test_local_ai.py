@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ def test_window_spans(n_tokens: int, size: int, overlap: int, expected: list[tup
     spans = window_spans(n_tokens, size, overlap)
     assert spans == expected
     assert all(end - start == min(size, n_tokens) for start, end in spans)
-    assert all(b[0] <= a[1] - overlap for a, b in zip(spans, spans[1:]))
+    assert all(b[0] <= a[1] - overlap for a, b in pairwise(spans))
 
 
 @pytest.mark.parametrize(("size", "overlap"), [(0, 0), (4, 4), (4, -1)])

@@ -118,7 +118,7 @@ _INDEXED = {"category": "string", "price": "number", "faq": "boolean", "page.lan
         ({"url": "https://acme.com.au/x"}, ""),  # no metadata index on url: matches nothing
     ],
 )
-def test_metadata_filters(filter: dict[str, Any], expected: str) -> None:  # noqa: A002
+def test_metadata_filters(filter: dict[str, Any], expected: str) -> None:
     predicate = compile_filter(filter, _INDEXED)
     assert "".join(vid for vid, meta in _ROWS.items() if predicate(meta)) == expected
 
@@ -127,7 +127,7 @@ def test_metadata_filters(filter: dict[str, Any], expected: str) -> None:  # noq
     "filter",
     [{"category": {"$regex": "p.*"}}, {"category": {"$in": "pricing"}}, {"$and": []}, {"price": {"$lt": [1]}}],
 )
-def test_malformed_filters_are_refused(filter: dict[str, Any]) -> None:  # noqa: A002
+def test_malformed_filters_are_refused(filter: dict[str, Any]) -> None:
     with pytest.raises(VectorizeError) as caught:
         compile_filter(filter, _INDEXED)
     assert caught.value.status == 400

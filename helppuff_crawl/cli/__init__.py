@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-_COMMANDS = ("crawl", "discover", "status", "extract", "chunk")
+_COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "serve", "search")
 
 
 class UsageError(Exception):

@@ -372,7 +372,7 @@ class CloudflareClient:
         namespace: str | None = None,
         return_metadata: str = "none",
         return_values: bool = False,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002 - the API's name
+        filter: Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """The nearest vectors: [{"id", "score", "metadata"?, "values"?, "namespace"?}, ...], best first."""
         if return_metadata not in RETURN_METADATA:

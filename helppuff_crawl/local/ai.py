@@ -46,6 +46,9 @@ OVERLAP = 32
 LONG_TEXT_MODES = ("windows", "truncate")
 
 _load_lock = threading.Lock()
+# One model run at a time: the fast tokenizer refuses concurrent use ("Already borrowed"), and on
+# a CPU two runs at once are no faster than one after the other.
+_run_lock = threading.RLock()
 
 
 class AIError(Exception):
@@ -132,7 +135,9 @@ class MiniLMEmbedder:
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's word-piece ids, without [CLS]/[SEP]."""
         tokenizer = load_sentence_model().tokenizer
-        return [list(ids) for ids in tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]]
+        with _run_lock:
+            encoded = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+        return [list(ids) for ids in encoded]
 
     def encode_windows(self, windows: Sequence[Sequence[int]]) -> np.ndarray:
         """One normalised vector per window of word-piece ids (each at most 254 long)."""
@@ -152,7 +157,7 @@ class MiniLMEmbedder:
                 input_ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
                 mask[row, : len(seq)] = 1
             features = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(input_ids)}
-            with torch.inference_mode():
+            with _run_lock, torch.inference_mode():
                 vectors = model(features)["sentence_embedding"].float().numpy()
             out[batch] = vectors
         return out

@@ -68,7 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: LocalCloudServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), format % args)
 
     def _reply(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
@@ -107,7 +107,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             reply = self.server.cloud.handle(self.command, self.path, body, dict(self.headers.items()))
         except Exception:
-            logger.error("Local cloud failed on %s %s", self.command, self.path, exc_info=True)
+            logger.exception("Local cloud failed on %s %s", self.command, self.path)
             self._error(500, 10001, "Internal error in the local cloud (see its log)")
             return
         self._reply(reply.status, reply.body, reply.headers)

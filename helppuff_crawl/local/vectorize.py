@@ -291,7 +291,7 @@ class LocalVectorIndex:
         namespace: str | None = None,
         return_metadata: str = "none",
         return_values: bool = False,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002 - the API's name
+        filter: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The nearest vectors as POST /query answers: {"count", "matches": [...]}, best first."""
         if not isinstance(vector, list) or not all(
@@ -383,7 +383,7 @@ def _indexed_value(value: Any, index_type: str) -> Any:
 
 
 def compile_filter(
-    filter: Mapping[str, Any], indexed: Mapping[str, str]  # noqa: A002 - the API's name
+    filter: Mapping[str, Any], indexed: Mapping[str, str]
 ) -> Callable[[Mapping[str, Any] | None], bool]:
     """A predicate over a vector's metadata for a Vectorize filter; VectorizeError when malformed."""
     if not isinstance(filter, Mapping):

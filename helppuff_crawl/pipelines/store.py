@@ -40,11 +40,11 @@ from helppuff_crawl.cloudflare.pricing import neurons
 from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model
 from helppuff_crawl.items import Page
 from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, iso, page_row_statement, utc_now
-from helppuff_crawl.sitefacts import FACTS_TITLE, FACTS_URL, fact_values, passage
+from helppuff_crawl.sitefacts import SITE_BLOCKS_KEY, fact_values
 from helppuff_crawl.text.chunking import ChunkMeta, chunk_page
 from helppuff_crawl.text.facts import Facts, merge_facts
 from helppuff_crawl.text.hashing import content_hash
-from helppuff_crawl.writer import ChunkRow, KnowledgeWriter
+from helppuff_crawl.writer import ChunkRow, KnowledgeWriter, write_facts_passage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -276,18 +276,10 @@ class StorePipeline:
         ordered = [facts for _, _, facts in sorted(self._facts, key=lambda entry: (entry[0], entry[1]))]
         if ordered:
             await self.kb.save_crawl_facts(site, fact_values(merge_facts(ordered)), self.config.start_url)
-        text = passage(await self.kb.facts(site), self._site_blocks)
-        facts_page = Page(url=FACTS_URL, site=site, category="contact", title=FACTS_TITLE, markdown=text)
-        rows = [ChunkRow.from_chunk(c, seq, FACTS_URL, FACTS_TITLE, "contact")
-                for seq, c in enumerate(chunk_page(text, ChunkMeta(site, FACTS_URL, FACTS_TITLE, "contact")))]
-        reuse = await self.writer.reusable(site, rows)
-        todo = [row for row in rows if row.id not in reuse]
-        futures = self.batcher.submit([row.embed_text for row in todo])
-        await self.batcher.flush()
-        vectors = {row.id: vector for row, vector in zip(todo, await asyncio.gather(*futures), strict=True)}
-        self.stats.inc_value("helppuff/embed/texts", len(todo))
-        await self.writer.write_page(site, FACTS_URL, rows, vectors, None)
-        self.stats.set_value("helppuff/store/facts_passage_chunks", len(rows))
+        if self._site_blocks:
+            await self.kb.save_crawl_facts(site, {SITE_BLOCKS_KEY: list(dict.fromkeys(self._site_blocks))})
+        passage_chunks = await write_facts_passage(self.kb, self.writer, self.embedder.embed, site)
+        self.stats.set_value("helppuff/store/facts_passage_chunks", passage_chunks)
         # Pages unticked or gone this crawl leave the knowledge base: rows' chunks and vectors.
         removed = 0
         for url in self._leaving:

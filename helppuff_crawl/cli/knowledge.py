@@ -1,0 +1,139 @@
+"""`helppuff knowledge ...`: what the knowledge base holds, and the owner's facts.
+
+    helppuff knowledge status [--site S] [--json]     pages by status, chunks, vectors, model, last
+                                                      run, today's usage, and a consistency check
+    helppuff knowledge facts list --site S [--json]   the site's facts and who set each
+    helppuff knowledge facts set KEY VALUE --site S   set a fact as the owner's (a crawl never
+                                                      overwrites it); the facts passage is rebuilt
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from helppuff_crawl.cli import UsageError
+from helppuff_crawl.cli.crawl import parse_set_options, project_settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("knowledge", help="the knowledge base: status and facts")
+    sub = parser.add_subparsers(dest="knowledge_command", required=True)
+    status = sub.add_parser("status", help="pages, chunks, vectors, model, usage and a consistency check")
+    status.add_argument("--site")
+    status.add_argument("--json", action="store_true")
+    status.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    facts = sub.add_parser("facts", help="the site's business facts")
+    facts_sub = facts.add_subparsers(dest="facts_command", required=True)
+    listing = facts_sub.add_parser("list")
+    listing.add_argument("--site", required=True)
+    listing.add_argument("--json", action="store_true")
+    listing.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    setter = facts_sub.add_parser("set", help="set a fact as the owner's (JSON values for lists and hours)")
+    setter.add_argument("key")
+    setter.add_argument("value")
+    setter.add_argument("--site", required=True)
+    setter.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.set_defaults(func=run)
+
+
+def _open(settings: Any) -> tuple[Any, Any, Any]:
+    from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model
+    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+    from helppuff_crawl.writer import KnowledgeWriter
+
+    backend = BackendConfig.from_settings(settings)
+    kb = KnowledgeBase.open(backend)
+    model = settings.get("HELPPUFF_EMBED_MODEL") or default_model(backend.remote)
+    if model not in MODELS:
+        raise UsageError(f"HELPPUFF_EMBED_MODEL must be one of {', '.join(MODELS)}, got {model!r}")
+    writer = KnowledgeWriter(kb.client, kb.database, settings.get("HELPPUFF_VECTORIZE_INDEX") or "helppuff",
+                             model, MODELS[model])
+    return kb, writer, WorkersAIEmbedder(kb.client, model)
+
+
+async def status_report(settings: Any, site: str | None) -> dict[str, Any]:
+    from helppuff_crawl.knowledge import utc_now
+
+    kb, writer, _ = _open(settings)
+    try:
+        sites = [site] if site else await kb.sites()
+        day = utc_now().strftime("%Y-%m-%d")
+        report: dict[str, Any] = {"sites": []}
+        for name in sites:
+            q = kb.client.d1_query
+            pages = {r["status"]: r["pages"] for r in await kb.status_counts(name)}
+            chunks = (await q(kb.database, "SELECT COUNT(*) AS n FROM chunks WHERE site = ?", [name]))[0]["n"]
+            vectors = (await q(kb.database, "SELECT COUNT(*) AS n FROM vectors WHERE site = ? AND state = 'live'",
+                               [name]))[0]["n"]
+            index = await q(kb.database, "SELECT model, dimensions, vector_index, namespace FROM site_index "
+                                         "WHERE site = ?", [name])
+            usage = await q(kb.database, "SELECT kind, model, calls, input_tokens, output_tokens, neurons "
+                                         "FROM usage_daily WHERE site = ? AND day = ?", [name, day])
+            last = await kb.last_run(name)
+            index_row = index[0] if index else None
+            check = await writer.consistency(name) if index_row else {"consistent": chunks == 0, "chunks": chunks}
+            report["sites"].append({
+                "site": name, "pages": pages, "chunks": chunks, "vectors": vectors,
+                "model": index_row,
+                "last_run": {k: last[k] for k in ("id", "status", "reason", "started_at", "finished_at",
+                                                  "pages_ok", "pages_failed")} if last else None,
+                "usage_today": {"day": day, "rows": usage, "neurons": round(sum(u["neurons"] for u in usage), 4)},
+                "consistency": check,
+            })
+        return report
+    finally:
+        await kb.close()
+
+
+async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
+    from helppuff_crawl.sitefacts import parse_owner_value
+    from helppuff_crawl.writer import write_facts_passage
+
+    kb, writer, embedder = _open(settings)
+    try:
+        await kb.set_owner_fact(site, key, parse_owner_value(value))
+        await writer.ensure_index()
+        await writer.claim_site(site)
+        return await write_facts_passage(kb, writer, embedder.embed, site)
+    finally:
+        await kb.close()
+
+
+async def list_facts(settings: Any, site: str) -> list[dict[str, Any]]:
+    kb, _, _ = _open(settings)
+    try:
+        return [{**row, "value": json.loads(row["value"])} for row in await kb.facts(site)]
+    finally:
+        await kb.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = project_settings(parse_set_options(args.set))
+    if args.knowledge_command == "status":
+        report = asyncio.run(status_report(settings, args.site))
+        if args.json:
+            print(json.dumps(report, indent=2, sort_keys=True))
+        else:
+            for entry in report["sites"]:
+                model = entry["model"] or {}
+                print(f"{entry['site']}: {sum(entry['pages'].values())} pages, {entry['chunks']} chunks, "
+                      f"{entry['vectors']} vectors ({model.get('model', 'no model yet')}), "
+                      f"{'consistent' if entry['consistency']['consistent'] else 'NOT consistent'}; "
+                      f"today {entry['usage_today']['neurons']} neurons")
+        return 0 if all(e["consistency"]["consistent"] for e in report["sites"]) else 1
+    if args.facts_command == "set":
+        if not args.key.strip() or args.key.startswith("_"):
+            raise UsageError(f"key: name a fact, e.g. telephone or parking, got {args.key!r}")
+        chunks = asyncio.run(set_fact(settings, args.site, args.key.strip(), args.value))
+        print(f"{args.site}: {args.key} set by the owner; facts passage rebuilt ({chunks} chunk)")
+        return 0
+    rows = asyncio.run(list_facts(settings, args.site))
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        for row in rows:
+            print(f"{row['key']:<14} {row['source']:<6} {json.dumps(row['value'], ensure_ascii=False)}")
+    return 0

@@ -1,0 +1,131 @@
+"""KnowledgeWriter on the local cloud: one write per page, unchanged text reused, and a write
+cut short at any step is mended by reconcile() with D1 and Vectorize agreeing again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+
+from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, page_row_statement
+from helppuff_crawl.text.chunking import ChunkMeta, chunk_page
+from helppuff_crawl.writer import ChunkRow, KnowledgeWriter, ModelMismatch
+from tests.conftest import run_async
+
+SITE, URL = "acme", "https://acme.example/services"
+DIMS = 8
+
+
+def _vector(text: str) -> list[float]:
+    # A deterministic stand-in for an embedding (this test is about writes, not meaning).
+    return [float((hash(text) >> (4 * i)) % 17 + 1) for i in range(DIMS)]
+
+
+def _rows(markdown: str) -> list[ChunkRow]:
+    chunks = chunk_page(markdown, ChunkMeta(SITE, URL, "Services", "service"))
+    return [ChunkRow.from_chunk(c, seq, URL, "Services", "service") for seq, c in enumerate(chunks)]
+
+
+# Sections long enough (over 150 tokens) to stay chunks of their own.
+_HOT = "## Hot water\n\n" + "We repair and replace gas, electric and solar hot water systems. " * 12
+_V1 = _HOT + "\n\n## Drains\n\n" + "We clear blocked drains with jetting and a CCTV camera. " * 12
+_V2 = _HOT + "\n\n## Gas\n\n" + "We service gas heaters and fix gas leaks safely. " * 12
+
+
+class _CrashAfter:
+    """Wraps the client; raises (as a killed process would stop) at the chosen call."""
+
+    def __init__(self, client: Any, method: str, nth: int = 1) -> None:
+        self._client, self._method, self._left = client, method, nth
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name != self._method:
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            self._left -= 1
+            if self._left == 0:
+                raise ConnectionResetError(f"process killed before {name}")
+            return await attr(*args, **kwargs)
+
+        return call
+
+
+def _open(tmp_path: Path) -> tuple[KnowledgeBase, KnowledgeWriter]:
+    kb = KnowledgeBase.open(BackendConfig.from_settings({"HELPPUFF_DATA_DIR": str(tmp_path),
+                                                         "HELPPUFF_D1_DATABASE": "kb"}))
+    return kb, KnowledgeWriter(kb.client, kb.database, "test-index", "@local/all-minilm-l6-v2", DIMS)
+
+
+def _page_row(markdown: str) -> tuple[str, list[Any]]:
+    return page_row_statement({"site": SITE, "url": URL, "category": "service", "ticked": 1, "status": "ok",
+                               "markdown": markdown, "content_hash": f"hash-of-{len(markdown)}"})
+
+
+async def _write(writer: KnowledgeWriter, markdown: str) -> None:
+    rows = _rows(markdown)
+    reuse = await writer.reusable(SITE, rows)
+    vectors = {r.id: _vector(r.embed_text) for r in rows if r.id not in reuse}
+    await writer.write_page(SITE, URL, rows, vectors, _page_row(markdown))
+
+
+async def _crash_scenario(tmp_path: Path, method: str, nth: int) -> dict[str, Any]:
+    kb, writer = _open(tmp_path)
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+    await _write(writer, _V1)
+    assert (await writer.consistency(SITE))["consistent"]
+    # The second version's write is cut short at the chosen call.
+    crashing = KnowledgeWriter(_CrashAfter(kb.client, method, nth), kb.database, "test-index",  # type: ignore[arg-type]
+                               "@local/all-minilm-l6-v2", DIMS)
+    with pytest.raises(ConnectionResetError):
+        await _write(crashing, _V2)
+    # The next crawl starts: reconcile, then the page (its hash cleared if needed) is written again.
+    mended = await writer.reconcile(SITE)
+    await _write(writer, _V2)
+    report = await writer.consistency(SITE)
+    texts = [r["text"] for r in await kb.client.d1_query(kb.database, "SELECT text FROM chunks ORDER BY seq")]
+    await kb.close()
+    return {"mended": mended, "report": report, "texts": texts}
+
+
+@pytest.mark.parametrize(("method", "nth"), [
+    ("vectorize_upsert", 1),        # intent recorded, nothing upserted
+    ("d1_batch", 2),                 # vectors upserted, the chunk transaction never ran
+    ("vectorize_delete_by_ids", 1),  # committed, the old vector not deleted yet
+])
+@pytest_twisted.inlineCallbacks
+def test_a_write_cut_short_is_mended(tmp_path: Path, method: str, nth: int):  # type: ignore[no-untyped-def]
+    result = yield run_async(_crash_scenario(tmp_path, method, nth))
+    assert result["report"]["consistent"], result
+    assert result["report"]["chunks"] == result["report"]["vectors"] == 2
+    assert any("gas heaters" in t for t in result["texts"]) and not any("drains" in t for t in result["texts"])
+    assert len(_rows(_V2)) == 2
+
+
+async def _reuse_scenario(tmp_path: Path) -> None:
+    kb, writer = _open(tmp_path)
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+    await _write(writer, _V1)
+    first = writer.vector_writes
+    assert first == 2
+    await _write(writer, _V2)  # one section unchanged: its vector is kept
+    assert writer.vector_writes - first == 1 and writer.vector_deletes == 1
+    assert await writer.page_is_current(SITE, URL)
+    # Another model in the same index is refused, with a clear message.
+    other = KnowledgeWriter(kb.client, kb.database, "test-index", "@cf/baai/bge-m3", 1024)
+    with pytest.raises(ModelMismatch, match="holds 8-dimension vectors"):
+        await other.ensure_index()
+    same_dims = KnowledgeWriter(kb.client, kb.database, "test-index", "@cf/qwen/qwen3-embedding-0.6b", DIMS)
+    with pytest.raises(ModelMismatch, match="cannot be mixed"):
+        await same_dims.claim_site("another-site")
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_unchanged_chunks_keep_their_vectors_and_models_never_mix(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_reuse_scenario(tmp_path))
