@@ -140,8 +140,9 @@ class KnowledgeBase:
         run_id = new_run_id(now)
         await self.client.d1_query(
             self.database,
+            # ON CONFLICT: a retried request that had reached D1 must not fail the start.
             "INSERT INTO crawl_runs (id, site, start_url, status, started_at, heartbeat_at, host, pid) "
-            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             [run_id, site, start_url, iso(now), iso(now), socket.gethostname(), os.getpid()],
         )
         return run_id

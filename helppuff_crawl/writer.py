@@ -196,6 +196,18 @@ class KnowledgeWriter:
         )
         return bool(rows) and rows[0]["total"] > 0 and rows[0]["total"] == rows[0]["live"]
 
+    async def stale_pages(self, site: str) -> list[dict[str, Any]]:
+        """Pages with kept Markdown whose chunks lack a live vector of the current model (e.g. after
+        a model change, for a page that could not be fetched this time): re-embedded from Markdown."""
+        return await self.client.d1_query(
+            self.database,
+            "SELECT DISTINCT p.url, p.title, p.category, p.markdown FROM pages p "
+            "JOIN chunks c ON c.site = p.site AND c.url = p.url "
+            "LEFT JOIN vectors v ON v.id = c.id AND v.state = 'live' AND v.model = ? "
+            "AND v.content_hash = c.content_hash WHERE p.site = ? AND p.markdown != '' AND v.id IS NULL",
+            [self.model, site],
+        )
+
     async def reusable(self, site: str, chunks: Sequence[ChunkRow]) -> set[str]:
         """Ids of chunks whose live vector was embedded from the same text with the current model."""
         found: set[str] = set()

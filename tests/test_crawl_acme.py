@@ -90,6 +90,8 @@ def test_every_page_has_the_expected_status_and_reason(acme_crawl) -> None:  # t
         "/loop-a": ("failed", None),
         "/old-services": ("skipped", None),  # redirects to /services, learned once
         "/old-page-that-moved": ("skipped", None),  # redirects to /about-us
+        "/huge-page": ("skipped", None),  # over the 3 MB download limit
+        "/cafe-menu": ("ok", None),  # Latin-1 bytes served as UTF-8: decoded with replacements, learned
     }
     assert set(pages) == set(expected), sorted(set(pages) ^ set(expected))
     for path, (status, category) in expected.items():
@@ -104,6 +106,8 @@ def test_every_page_has_the_expected_status_and_reason(acme_crawl) -> None:  # t
     assert pages["/server-error"]["reason"] == "HTTP 503 after retries"
     assert pages["/server-error"]["next_retry_at"] and pages["/server-error"]["retry_count"] == 1
     assert "redirect" in pages["/loop-a"]["reason"]
+    assert pages["/huge-page"]["reason"] == "response over the 3 MB download limit"
+    assert "showroom" in pages["/cafe-menu"]["markdown"]
     assert pages["/old-services"]["reason"] == f"redirects to {server.url}/services"
     assert json.loads(pages["/old-services"]["redirects"]) == [f"{server.url}/old-services"]
     assert pages["/privacy"]["ticked"] == 0 and pages["/privacy"]["tick_reason"]
@@ -215,3 +219,21 @@ def test_an_unchanged_recrawl_embeds_nothing(acme_crawl):  # type: ignore[no-unt
     assert stats["helppuff/store/unchanged"] == first_stats["helppuff/store/status/ok"]
     runs = _rows(tmp_path, "SELECT status FROM crawl_runs ORDER BY started_at")
     assert [r["status"] for r in runs] == ["done", "done"]
+
+
+@pytest_twisted.inlineCallbacks
+def test_pages_unticked_later_leave_the_knowledge_base(acme_crawl):  # type: ignore[no-untyped-def]
+    # After the unchanged recrawl: the operator now excludes the pricing page.
+    server, tmp_path, first_stats, items = acme_crawl
+    pricing = server.url + "/pricing"
+    before = _rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", pricing)
+    assert before
+    crawler = make_crawler(project_settings(tmp_path))
+    yield crawler.crawl(url=server.url, site="acme", exclude="**/pricing")
+    (row,) = _rows(tmp_path, "SELECT status, ticked, tick_reason FROM pages WHERE url = ?", pricing)
+    assert (row["status"], row["ticked"], row["tick_reason"]) == ("unticked", 0, "exclude glob '**/pricing'")
+    assert _rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", pricing) == []
+    gone = {r["id"] for r in before}
+    assert not gone & {r["id"] for r in _rows(tmp_path, "SELECT id FROM vectors")}
+    assert crawler.stats.get_value("helppuff/store/removed_pages") == 1
+    assert crawler.stats.get_value("helppuff/vectors/deleted") == len(before)

@@ -129,3 +129,24 @@ async def _reuse_scenario(tmp_path: Path) -> None:
 @pytest_twisted.inlineCallbacks
 def test_unchanged_chunks_keep_their_vectors_and_models_never_mix(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_reuse_scenario(tmp_path))
+
+
+async def _stale_scenario(tmp_path: Path) -> None:
+    kb, writer = _open(tmp_path)
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+    await _write(writer, _V1)
+    assert await writer.stale_pages(SITE) == []
+    # The site moves to another model (same dimension here): its pages' vectors are stale, and
+    # a page that is not fetched this time is found with its kept Markdown, to re-embed.
+    other = KnowledgeWriter(kb.client, kb.database, "test-index", "@cf/qwen/qwen3-embedding-0.6b", DIMS)
+    assert await other.claim_site(SITE) is True
+    (stale,) = await other.stale_pages(SITE)
+    assert stale["url"] == URL and stale["markdown"] == _V1
+    assert not await other.page_is_current(SITE, URL)
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_model_change_makes_every_page_stale(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_stale_scenario(tmp_path))

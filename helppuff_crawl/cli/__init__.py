@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    if not getattr(args, "scrapy_logging", False):
+        # Commands that run Scrapy let it configure logging from LOG_LEVEL (one handler, no duplicates).
+        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     try:
         return int(args.func(args) or 0)
     except (UsageError, ValueError) as exc:

@@ -51,7 +51,7 @@ def run_spider(spider_args: dict[str, Any], settings_overrides: dict[str, Any],
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     settings = project_settings(settings_overrides)
-    process = CrawlerProcess(settings, install_root_handler=False)
+    process = CrawlerProcess(settings)
     crawler = process.create_crawler(SiteSpider)
 
     def item_scraped(item: Any) -> None:
@@ -99,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude", action="append", default=None, help="glob unticking pages (repeatable)")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy/HELPPUFF setting")
     parser.add_argument("--json", action="store_true", help="print the run as JSON")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, scrapy_logging=True)
 
 
 def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:

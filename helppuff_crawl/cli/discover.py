@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude", action="append", default=None)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--json", action="store_true", help="one JSON document")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, scrapy_logging=True)
 
 
 def run(args: argparse.Namespace) -> int:

