@@ -15,3 +15,4 @@ for _ in $(seq 50); do
 done
 .venv/bin/helppuff crawl "http://127.0.0.1:$PORT" --site acme || true
 .venv/bin/helppuff status --site acme --pages
+.venv/bin/helppuff knowledge status --site acme

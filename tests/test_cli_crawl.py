@@ -85,3 +85,17 @@ def test_crawl_of_a_site_that_is_down_records_a_failed_run(tmp_path: Path) -> No
     run = status["sites"][0]["last_run"]
     assert run["status"] == "failed"
     assert "robots.txt" in run["reason"] or "unreachable" in run["reason"]
+
+
+def test_scrapy_crawl_site_fills_pages_and_crawl_runs(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    server = serve_site("acme-plumbing")
+    result = _run([str(BIN / "scrapy"), "crawl", "site", "-a", f"url={server.url}", "-a", "site=acme",
+                   "-a", "render_js=never", "-s", "LOG_LEVEL=WARNING"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as conn:
+        runs = conn.execute("SELECT status, pages_found, pages_ok FROM crawl_runs").fetchall()
+        pages = dict(conn.execute("SELECT status, COUNT(*) FROM pages GROUP BY status").fetchall())
+    assert runs == [("done", sum(pages.values()), pages["ok"])]
+    assert pages["ok"] >= 15 and pages["unticked"] == 4

@@ -223,7 +223,7 @@ class SiteSpider(scrapy.Spider):
         self.crawler.stats.inc_value(f"helppuff/{key}", count)
 
     async def start(self) -> AsyncIterator[Any]:
-        fetches = 0
+        fetches = 1  # robots.txt: read once by the robots middleware before the home page
         home_request = self._page_request(self.start_url, "start", render=self.config.render_js == "always")
         home_page: Page | None = None
         home_response: Response | None = None
@@ -305,7 +305,7 @@ class SiteSpider(scrapy.Spider):
                 walk.add(sitemap_url, None, error=str(response.status))
                 continue
             headers = {k.decode("latin-1"): b",".join(v).decode("latin-1") for k, v in response.headers.items()}
-            walk.add(response.url, response.body, headers)
+            walk.add(sitemap_url, response.body, headers, base_url=response.url)
         if walk.next_url() is not None:
             self._stat("discovery/skipped/sitemap_budget")
         for sitemap_url, why in walk.problems:
