@@ -10,9 +10,9 @@ the project's batch size (32 texts per call) and once with one text per call, in
 The passes alternate (32, 1, 32, 1, ...) so both see the same load, and each size keeps its
 median. Machines are noisy: read the ratio, not the times. This is not a test.
 
-On a CPU the model is compute-bound: a batch of 32 is no faster per chunk than one at a time
-(about 20 windows of 256 word pieces a second on 2 cores either way). Batches of 32 are for
-Workers AI, where they save round trips; locally they only cost nothing.
+On a CPU the model is compute-bound: a batch of 32 is little or no faster per chunk than one at
+a time (0.95x and 1.28x in two runs on a shared 2-core machine; about 20 windows of 256 word
+pieces a second when it is quiet). Batches of 32 are for Workers AI, where they save round trips.
 """
 
 from __future__ import annotations
