@@ -3,9 +3,11 @@
  *
  * Everything else sees three small ports: `SqlDatabase` (rows for a statement), `VectorIndex`
  * (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`). Production wraps the real bindings
- * here; tests hand in Miniflare's local D1 with FakeVectorize and FakeAi; a dev mode can later
- * swap in shims that call the local cloud over loopback, in `backendsFromEnv` alone.
+ * here; tests hand in Miniflare's local D1 with FakeVectorize and FakeAi; in dev mode
+ * (`helppuff serve`: HELPPUFF_LOCAL_CLOUD_URL is set) the ports are shims that call the local cloud
+ * over loopback (dev.ts), chosen in `backendsFromEnv` alone.
  */
+import { type LocalCloudVars, localCloudBackends, localCloudConfig } from "./dev";
 
 /** A match as Vectorize returns it (`returnMetadata: "all"` fills `metadata`). */
 export interface VectorMatch {
@@ -35,11 +37,18 @@ export interface SqlDatabase {
   all<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
 }
 
-/** The Worker's bindings, as declared in wrangler.jsonc. */
-export interface Env {
+/** The slice of a rate-limiting binding (wrangler.jsonc "ratelimits") the chat uses. */
+export interface RateLimiter {
+  limit(options: { key: string }): Promise<{ success: boolean }>;
+}
+
+/** The Worker's bindings, as declared in wrangler.jsonc; dev mode has the local cloud's vars instead. */
+export interface Env extends LocalCloudVars {
   DB: D1Database;
   VECTORIZE: VectorIndex;
   AI: AiRunner;
+  CHAT_VISITOR_LIMITER?: RateLimiter; // absent where wrangler.jsonc declares none (then no limit)
+  CHAT_SITE_LIMITER?: RateLimiter;
 }
 
 /** What retrieval runs on. */
@@ -51,7 +60,16 @@ export interface Backends {
 
 /** Wrap the Worker's bindings as the ports retrieval uses. */
 export function backendsFromEnv(env: Env): Backends {
+  const local = localCloudConfig(env);
+  if (local !== null) {
+    return localCloudBackends(local);
+  }
   return { db: d1Database(env.DB), vectors: env.VECTORIZE, ai: env.AI };
+}
+
+/** The chat's rate limiters: per visitor and per site (null when not bound). */
+export function rateLimitersFromEnv(env: Env): { visitor: RateLimiter | null; site: RateLimiter | null } {
+  return { visitor: env.CHAT_VISITOR_LIMITER ?? null, site: env.CHAT_SITE_LIMITER ?? null };
 }
 
 function d1Database(db: D1Database): SqlDatabase {

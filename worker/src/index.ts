@@ -7,13 +7,18 @@
  *     400 {error} for bad input or an unknown site; 413 for a body over 64 KB;
  *     503 {error} when D1 cannot be read.
  *
+ *   POST /v1/sites/:site/chat     {messages, visitor?, visitorId?}: a cited answer as server-sent
+ *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts).
+ *
  * Retrieval itself is in retrieve.ts; bindings are reached through bindings.ts only.
  */
 import { type Env, backendsFromEnv } from "./bindings";
+import { chatRoute } from "./chat/route";
 import { parseSearchRequest } from "./request";
 import { UnknownSiteError, retrieve } from "./retrieve";
 
 const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
+const CHAT_PATH = /^\/v1\/sites\/([^/]+)\/chat\/?$/u;
 const MAX_BODY_BYTES = 64 * 1024;
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -56,6 +61,10 @@ async function search(request: Request, env: Env, site: string): Promise<Respons
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const url = new URL(request.url);
+    const chat = CHAT_PATH.exec(url.pathname);
+    if (chat !== null) {
+      return chatRoute(request, env, chat[1] ?? "");
+    }
     const match = SEARCH_PATH.exec(url.pathname);
     if (match === null) {
       return json(404, { error: `no route for ${url.pathname}` });

@@ -1,8 +1,10 @@
 /**
  * Validate the search route's input: the site name from the path and the JSON body
- * `{query, history?, limit?}`. Each rejection names the field, for a 400 answer.
+ * `{query, history?, limit?, mode?}`. Each rejection names the field, for a 400 answer.
+ * `mode` ("hybrid", the default; "keywords" or "vectors" for one retriever alone) is for
+ * measuring the retrievers (bench/retrieval.py); visitors' searches leave it out.
  */
-import type { SearchRequest } from "./retrieve";
+import { RETRIEVAL_MODES, type RetrievalMode, type SearchRequest } from "./retrieve";
 import { MAX_FINAL_K } from "./settings";
 import type { HistoryTurn } from "./standalone";
 
@@ -27,7 +29,7 @@ export function parseSearchRequest(site: string, body: unknown): Parsed<SearchRe
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return fail("the body must be a JSON object: {query, history?, limit?}");
   }
-  const { query, history, limit } = body as Record<string, unknown>;
+  const { query, history, limit, mode } = body as Record<string, unknown>;
   if (query === undefined || query === null) {
     return fail("query is required");
   }
@@ -51,7 +53,14 @@ export function parseSearchRequest(site: string, body: unknown): Parsed<SearchRe
     }
     count = limit as number;
   }
-  return { ok: true, value: { site, query: query.trim(), history: turns.value, limit: count } };
+  if (mode !== undefined && mode !== null && !RETRIEVAL_MODES.includes(mode as RetrievalMode)) {
+    return fail(`mode must be one of ${RETRIEVAL_MODES.map((m) => `"${m}"`).join(", ")}`);
+  }
+  const value: SearchRequest = { site, query: query.trim(), history: turns.value, limit: count };
+  if (mode !== undefined && mode !== null) {
+    value.mode = mode as RetrievalMode;
+  }
+  return { ok: true, value };
 }
 
 function parseHistory(history: unknown): Parsed<HistoryTurn[]> {

@@ -3,7 +3,8 @@
  *
  *  1. standalone query: heuristic, or a chat model's rewrite (standalone.ts);
  *  2. in parallel: Vectorize (top 20, the site's namespace, embedded with the model recorded in
- *     site_index) and D1 FTS5 BM25 (top 20, quoted words: fts.ts);
+ *     site_index) and D1 FTS5 BM25 (top 20, quoted words: fts.ts); the request's `mode`
+ *     ("keywords" or "vectors") runs one of them alone, to measure it;
  *  3. Reciprocal Rank Fusion, k = 60, ×1.5 for the categories the question leans towards;
  *  4. rerank the top 10 within 800 ms (rerank.ts), unless rerankerModel is null;
  *  5. keep the best finalK (or the request's limit) scoring at least minScore, at most
@@ -46,11 +47,16 @@ import { TimeoutError, withTimeout } from "./timeout";
 
 export const SEARCH_TOP_K = 20;
 
+/** Which retrievers run: both (the default), or one alone, to measure each (bench/retrieval.py). */
+export type RetrievalMode = "hybrid" | "keywords" | "vectors";
+export const RETRIEVAL_MODES: readonly RetrievalMode[] = ["hybrid", "keywords", "vectors"];
+
 export interface SearchRequest {
   site: string;
   query: string;
   history: HistoryTurn[];
   limit: number | null; // replaces finalK when given
+  mode?: RetrievalMode; // "hybrid" when left out
 }
 
 export interface SearchResult {
@@ -112,9 +118,13 @@ export async function retrieve(
 
   const query = await standalone(backends, settings, request, options, degraded);
 
+  // One retriever alone runs the rest of the pipeline (fusion, boost, rerank, selection) unchanged.
+  const mode = request.mode ?? "hybrid";
   const [keywordChunks, vectorHits] = await Promise.all([
-    keywordHits(backends, request.site, query, degraded),
-    vectorMatches(backends, request.site, record.index, query, options, degraded),
+    mode === "vectors" ? [] : keywordHits(backends, request.site, query, degraded),
+    mode === "keywords"
+      ? { chunks: [], cosine: new Map<string, number>() }
+      : vectorMatches(backends, request.site, record.index, query, options, degraded),
   ]);
 
   const chunks = new Map<string, Chunk>();

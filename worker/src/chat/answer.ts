@@ -1,0 +1,329 @@
+/**
+ * One answer, streamed: the model is called with the prompt and the tools, its text goes out as
+ * `delta` events with the citation markers taken out, tool calls are checked and run (at most three
+ * rounds; a fourth call offers no tools, so the model has to answer), then the cited passages go
+ * out as `sources`, the answer's cost is added to `usage_daily`, and `done` closes the stream.
+ *
+ * When the model fails before any text reached the visitor, `fallbackModel` is tried once, for the
+ * rest of the answer. A failure after that, or with no fallback, ends the answer with an `error`.
+ *
+ * Past the daily neuron budget, `refuseOverBudget` answers without calling any model.
+ */
+import type { AiRunner, SqlDatabase } from "../bindings";
+import type { Passage } from "../chunks";
+import { CitationFilter, citedSources } from "./citations";
+import { contactFromConversation, mergeContact, reachable } from "./contact";
+import type { CallbackData, Emit } from "./events";
+import type { BusinessFacts } from "./facts";
+import { conversationExcerpt, saveLead } from "./leads";
+import { type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
+import { estimateTokens, messagesTokens } from "./prompt";
+import type { ChatRequest, VisitorDetails } from "./request";
+import type { ChatSettings } from "./settings";
+import {
+  GET_BUSINESS_HOURS,
+  MAX_TOOL_ROUNDS,
+  REQUEST_CALLBACK,
+  businessHours,
+  checkCallbackArguments,
+  checkHoursArguments,
+} from "./tools";
+import { type ModelUsage, countQuestion, priceNeurons, recordUsage, utcDay, utcMonth } from "./usage";
+
+export const MAX_OUTPUT_TOKENS = 2048;
+export const MODEL_FAILED_MESSAGE = "Sorry, the assistant cannot answer right now. Please try again in a moment.";
+
+export interface AnswerDeps {
+  db: SqlDatabase;
+  ai: AiRunner;
+  now: () => Date;
+}
+
+export interface AnswerInput {
+  site: string;
+  settings: ChatSettings;
+  facts: BusinessFacts;
+  request: ChatRequest;
+  messages: ModelMessage[]; // the prompt (buildPrompt)
+  passages: Passage[]; // the passages quoted in it
+  tools: ToolDefinition[];
+}
+
+/** The visitor left: stop, nothing more can be sent. */
+class VisitorGone extends Error {}
+
+function describe(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
+
+/** An Emit that turns a failed write into VisitorGone. */
+function guarded(emit: Emit): Emit {
+  return async (event) => {
+    try {
+      await emit(event);
+    } catch (error) {
+      throw new VisitorGone(describe(error));
+    }
+  };
+}
+
+interface CallResult {
+  text: string;
+  calls: ToolCall[];
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Stream the answer to the prompt in `input`. Never throws for a model failure. */
+export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit: Emit): Promise<void> {
+  const emit = guarded(rawEmit);
+  const { settings, site } = input;
+  const messages = [...input.messages];
+  const usage = new Map<string, ModelUsage>();
+  const conversationContact = contactFromConversation(input.request.messages);
+  const state: ToolState = { formShown: false, saved: null };
+  let filter = new CitationFilter();
+  let shown = false;
+  let model = settings.model;
+  let fellBack = false;
+  let failure: string | null = null;
+
+  const onText = async (text: string) => {
+    const visible = filter.push(text);
+    if (visible !== "") {
+      shown = true;
+      await emit({ event: "delta", data: { text: visible } });
+    }
+  };
+
+  try {
+    let round = 0;
+    for (;;) {
+      const tools = round < MAX_TOOL_ROUNDS ? input.tools : [];
+      let result: CallResult;
+      try {
+        result = await callModel(deps.ai, model, messages, tools, round, onText);
+      } catch (error) {
+        if (error instanceof VisitorGone) throw error;
+        const fallback = settings.fallbackModel;
+        if (!shown && !fellBack && fallback !== null && fallback !== model) {
+          console.warn("chat model %s failed for site %s, trying %s: %s", model, site, fallback, describe(error));
+          fellBack = true;
+          model = fallback;
+          filter = new CitationFilter(); // nothing of the failed attempt was shown
+          continue;
+        }
+        throw error;
+      }
+      addUsage(usage, model, result.inputTokens, result.outputTokens);
+      if (tools.length === 0 || result.calls.length === 0) break;
+      round += 1;
+      messages.push({ role: "assistant", content: result.text, tool_calls: result.calls });
+      for (const call of result.calls) {
+        const content = await runTool(deps, input, call, conversationContact, state, emit);
+        messages.push({ role: "tool", tool_call_id: call.id, name: call.function.name, content });
+      }
+    }
+    const tail = filter.flush();
+    if (tail !== "") await emit({ event: "delta", data: { text: tail } });
+    await emit({ event: "sources", data: { sources: citedSources(filter.cited, input.passages) } });
+  } catch (error) {
+    if (error instanceof VisitorGone) {
+      console.warn("chat for site %s: the visitor left: %s", site, error.message);
+      await record(deps, site, usage);
+      return;
+    }
+    console.error("chat model %s failed for site %s: %s", model, site, describe(error));
+    failure = MODEL_FAILED_MESSAGE;
+  }
+  await record(deps, site, usage);
+  const totals = [...usage.values()].reduce(
+    (sum, u) => ({
+      neurons: sum.neurons + u.neurons,
+      inputTokens: sum.inputTokens + u.inputTokens,
+      outputTokens: sum.outputTokens + u.outputTokens,
+    }),
+    { neurons: 0, inputTokens: 0, outputTokens: 0 },
+  );
+  totals.neurons = Math.round(totals.neurons * 1000) / 1000;
+  try {
+    if (failure !== null) await emit({ event: "error", data: { message: failure } });
+    await emit({ event: "done", data: { usage: totals, model } });
+  } catch (error) {
+    console.warn("chat for site %s: the visitor left before the end: %s", site, describe(error));
+  }
+}
+
+async function callModel(
+  ai: AiRunner,
+  model: string,
+  messages: readonly ModelMessage[],
+  tools: readonly ToolDefinition[],
+  round: number,
+  onText: (text: string) => Promise<void>,
+): Promise<CallResult> {
+  const inputs: Record<string, unknown> = { messages: [...messages], stream: true, max_tokens: MAX_OUTPUT_TOKENS };
+  if (tools.length > 0) inputs["tools"] = tools;
+  const output = await ai.run(model, inputs);
+  const assembler = new ToolCallAssembler();
+  let text = "";
+  let reported: { inputTokens: number; outputTokens: number } | null = null;
+  for await (const event of modelEvents(output)) {
+    if (event.type === "text") {
+      text += event.text;
+      await onText(event.text);
+    } else if (event.type === "tool") {
+      assembler.add(event);
+    } else {
+      reported = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+    }
+  }
+  const calls = assembler.done(round);
+  // No usage in the answer: estimate it as the prompt does, characters / 4.
+  const estimated = {
+    inputTokens: messagesTokens(messages) + (tools.length > 0 ? estimateTokens(JSON.stringify(tools)) : 0),
+    outputTokens: estimateTokens(text + calls.map((call) => call.function.name + call.function.arguments).join("")),
+  };
+  return { text, calls, ...(reported ?? estimated) };
+}
+
+function addUsage(usage: Map<string, ModelUsage>, model: string, inputTokens: number, outputTokens: number): void {
+  const entry = usage.get(model) ?? { model, calls: 0, inputTokens: 0, outputTokens: 0, neurons: 0 };
+  entry.calls += 1;
+  entry.inputTokens += inputTokens;
+  entry.outputTokens += outputTokens;
+  entry.neurons = priceNeurons(model, entry.inputTokens, entry.outputTokens);
+  usage.set(model, entry);
+}
+
+/** Add the answer's usage to usage_daily and count the question; failures are logged, not fatal. */
+async function record(deps: AnswerDeps, site: string, usage: Map<string, ModelUsage>): Promise<void> {
+  const now = deps.now();
+  try {
+    for (const entry of usage.values()) {
+      await recordUsage(deps.db, site, utcDay(now), entry);
+    }
+    await countQuestion(deps.db, site, utcMonth(now), false);
+  } catch (error) {
+    console.error("chat usage for site %s could not be recorded: %s", site, describe(error));
+  }
+}
+
+interface ToolState {
+  formShown: boolean;
+  saved: CallbackData["saved"];
+}
+
+/** Run one tool call; the result (JSON text) goes back to the model. */
+async function runTool(
+  deps: AnswerDeps,
+  input: AnswerInput,
+  call: ToolCall,
+  conversationContact: VisitorDetails,
+  state: ToolState,
+  emit: Emit,
+): Promise<string> {
+  const offered = input.tools.some((tool) => tool.function.name === call.function.name);
+  if (!offered) {
+    return JSON.stringify({ error: `there is no tool named "${call.function.name}"` });
+  }
+  if (call.function.name === GET_BUSINESS_HOURS) {
+    const checked = checkHoursArguments(call.function.arguments);
+    if (!checked.ok) return JSON.stringify({ error: `invalid arguments: ${checked.error}` });
+    return JSON.stringify(businessHours(input.facts, deps.now(), input.settings.timezone));
+  }
+  if (call.function.name !== REQUEST_CALLBACK) {
+    return JSON.stringify({ error: `there is no tool named "${call.function.name}"` });
+  }
+  const checked = checkCallbackArguments(call.function.arguments);
+  if (!checked.ok) return JSON.stringify({ error: `invalid arguments: ${checked.error}` });
+  if (state.saved !== null) {
+    return JSON.stringify({ status: "saved", note: "The callback request was already saved in this conversation." });
+  }
+  const { need, ...given } = checked.value;
+  const contact = mergeContact(input.request.visitor, given, conversationContact);
+  if (!reachable(contact)) {
+    if (!state.formShown) {
+      state.formShown = true;
+      await emit({ event: "callback", data: { form: true, saved: null, need } });
+    }
+    return JSON.stringify({
+      status: "form_shown",
+      note: "The visitor now sees a short form for their phone number or email. Tell them in one sentence; do not ask for the details in the chat.",
+    });
+  }
+  try {
+    await saveLead(deps.db, {
+      site: input.site,
+      contact,
+      need,
+      excerpt: conversationExcerpt(input.request.messages),
+      visitorId: input.request.visitorId,
+      source: "chat",
+      createdAt: deps.now().toISOString(),
+    });
+  } catch (error) {
+    console.error("lead for site %s could not be saved: %s", input.site, describe(error));
+    return JSON.stringify({ error: "the callback request could not be saved; give the visitor the business's phone number or email instead" });
+  }
+  state.saved = { ...contact, need };
+  await emit({ event: "callback", data: { form: false, saved: state.saved, need } });
+  return JSON.stringify({
+    status: "saved",
+    ...contact,
+    note: "Tell the visitor someone will get back to them. Do not ask for their details again.",
+  });
+}
+
+/** The daily-limit answer, without calling any model. */
+export async function refuseOverBudget(
+  deps: AnswerDeps,
+  input: Pick<AnswerInput, "site" | "settings" | "facts" | "request">,
+  rawEmit: Emit,
+): Promise<void> {
+  const emit = guarded(rawEmit);
+  const { site, settings, facts, request } = input;
+  const team = facts.name ? `the team at ${facts.name}` : "the team";
+  const contact = mergeContact(request.visitor, contactFromConversation(request.messages));
+  const question = request.messages[request.messages.length - 1]?.content ?? "";
+  let text = "Sorry, I've reached my limit for answering questions today.";
+  let callback: CallbackData | null = null;
+  if (settings.tools.callback && reachable(contact)) {
+    try {
+      await saveLead(deps.db, {
+        site,
+        contact,
+        need: question,
+        excerpt: conversationExcerpt(request.messages),
+        visitorId: request.visitorId,
+        source: "budget",
+        createdAt: deps.now().toISOString(),
+      });
+      text += ` I've passed your question on to ${team}, and someone will get back to you.`;
+      callback = { form: false, saved: { ...contact, need: question }, need: question };
+    } catch (error) {
+      console.error("lead for site %s could not be saved: %s", site, describe(error));
+    }
+  }
+  if (callback === null && settings.tools.callback) {
+    text += ` Leave your phone number or email and someone from ${team} will get back to you.`;
+    callback = { form: true, saved: null, need: question };
+  } else if (callback === null) {
+    const ways = [...facts.phones.slice(0, 1), ...facts.emails.slice(0, 1)];
+    text += ways.length > 0 ? ` You can reach ${team} on ${ways.join(" or ")}.` : " Please try again tomorrow.";
+  }
+  try {
+    await countQuestion(deps.db, site, utcMonth(deps.now()), true);
+  } catch (error) {
+    console.error("chat question for site %s could not be counted: %s", site, describe(error));
+  }
+  try {
+    await emit({ event: "delta", data: { text } });
+    if (callback !== null) await emit({ event: "callback", data: callback });
+    await emit({ event: "sources", data: { sources: [] } });
+    await emit({ event: "done", data: { usage: { neurons: 0, inputTokens: 0, outputTokens: 0 }, model: null } });
+  } catch (error) {
+    console.warn("chat for site %s: the visitor left: %s", site, describe(error));
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Citation markers: the model cites passages as [n] (also [1, 2] or [1][2]). The live text the
+ * visitor sees has the markers taken out (with the spaces just before them), and the passages
+ * actually cited become the Sources list. A number that matches no passage is dropped.
+ *
+ * `CitationFilter` works on a stream: a piece that ends inside what may still become a marker
+ * ("... $99 [", "[1") is held back until the next piece settles it.
+ */
+import type { Passage } from "../chunks";
+
+const MARKER = /^\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]/u;
+const MAYBE_MARKER = /^\[[\d\s,]*$/u;
+const MAX_MARKER_CHARS = 24;
+
+export class CitationFilter {
+  /** Cited numbers, in the order first cited. */
+  readonly cited: number[] = [];
+  private pending = "";
+
+  /** The text of `piece` that can be shown now. */
+  push(piece: string): string {
+    this.pending += piece;
+    return this.drain(false);
+  }
+
+  /** Whatever was held back, at the end of the answer. */
+  flush(): string {
+    return this.drain(true);
+  }
+
+  private drain(final: boolean): string {
+    let out = "";
+    for (;;) {
+      const open = this.pending.indexOf("[");
+      if (open === -1) {
+        const keep = final ? this.pending.length : trailingSpaceStart(this.pending);
+        out += this.pending.slice(0, keep);
+        this.pending = this.pending.slice(keep);
+        return out;
+      }
+      const rest = this.pending.slice(open);
+      const marker = MARKER.exec(rest);
+      if (marker !== null) {
+        out += this.pending.slice(0, open).replace(/[ \t]+$/u, "");
+        for (const number of (marker[1] ?? "").split(",")) {
+          const n = Number(number.trim());
+          if (!this.cited.includes(n)) this.cited.push(n);
+        }
+        this.pending = rest.slice(marker[0].length);
+        continue;
+      }
+      if (!final && MAYBE_MARKER.test(rest) && rest.length <= MAX_MARKER_CHARS) {
+        const before = this.pending.slice(0, open);
+        const keep = trailingSpaceStart(before);
+        out += before.slice(0, keep);
+        this.pending = before.slice(keep) + rest;
+        return out;
+      }
+      out += this.pending.slice(0, open + 1);
+      this.pending = this.pending.slice(open + 1);
+    }
+  }
+}
+
+/** Where the run of whitespace that ends `text` starts (held: a marker may follow it). */
+function trailingSpaceStart(text: string): number {
+  const match = /\s+$/u.exec(text);
+  return match === null ? text.length : match.index;
+}
+
+/** Take the markers out of a whole text, with the numbers cited. */
+export function stripCitations(text: string): { text: string; cited: number[] } {
+  const filter = new CitationFilter();
+  const shown = filter.push(text) + filter.flush();
+  return { text: shown, cited: filter.cited };
+}
+
+export interface Source {
+  n: number;
+  title: string;
+  url: string;
+}
+
+/** The Sources list: each cited passage with an http(s) link, in citation order, each URL once. */
+export function citedSources(cited: readonly number[], passages: readonly Passage[]): Source[] {
+  const sources: Source[] = [];
+  const urls = new Set<string>();
+  for (const n of cited) {
+    const passage = passages.find((p) => p.n === n);
+    if (passage === undefined || !/^https?:\/\//iu.test(passage.url) || urls.has(passage.url)) continue;
+    urls.add(passage.url);
+    sources.push({ n, title: passage.title, url: passage.url });
+  }
+  return sources;
+}

@@ -1,0 +1,104 @@
+/**
+ * The business details the assistant receives with every answer, from D1 `facts` (one row per
+ * key, `value` JSON). The crawler never overwrites a key the owner set, so the stored value is
+ * already the one that wins. Keys (helppuff_crawl/sitefacts.py): name, telephone, phones, email,
+ * emails, address, hours ({day: [[opens, closes]]}), areas, price_range, description; any other
+ * key is an owner's own entry, shown with its key as the label. `_site_blocks` (site-wide blocks
+ * kept for the facts passage) is not a detail and is left out.
+ */
+import type { SqlDatabase } from "../bindings";
+import { DAYS, type WeeklyHours, dayHoursText, parseWeeklyHours } from "./hours";
+
+export interface BusinessFacts {
+  name: string;
+  phones: string[]; // telephone first, then the others, each once
+  emails: string[];
+  address: string;
+  areas: string[];
+  priceRange: string;
+  hours: WeeklyHours | null;
+  other: Array<[string, string]>; // [label, text] for the owner's own keys
+}
+
+export interface FactRow {
+  key: string;
+  value: string; // JSON
+}
+
+const SKIPPED = new Set(["_site_blocks", "description"]);
+const MAX_OTHER_CHARS = 500;
+
+export function emptyFacts(): BusinessFacts {
+  return { name: "", phones: [], emails: [], address: "", areas: [], priceRange: "", hours: null, other: [] };
+}
+
+/** The site's facts rows, by key. */
+export async function loadFacts(db: SqlDatabase, site: string): Promise<BusinessFacts> {
+  const rows = await db.all<FactRow>("SELECT key, value FROM facts WHERE site = ? ORDER BY key", [site]);
+  return factsFromRows(rows);
+}
+
+function strings(value: unknown): string[] {
+  const list = Array.isArray(value) ? value : [value];
+  return list.filter((item): item is string => typeof item === "string" && item.trim() !== "").map((item) => item.trim());
+}
+
+function digits(text: string): string {
+  return text.replace(/\D/gu, "");
+}
+
+/** Facts from stored rows; values that do not parse are left out. */
+export function factsFromRows(rows: readonly FactRow[]): BusinessFacts {
+  const facts = emptyFacts();
+  const values = new Map<string, unknown>();
+  for (const row of rows) {
+    try {
+      values.set(row.key, JSON.parse(row.value));
+    } catch {
+      values.set(row.key, row.value); // an owner's plain text
+    }
+  }
+  facts.name = strings(values.get("name"))[0] ?? "";
+  facts.address = strings(values.get("address"))[0] ?? "";
+  facts.priceRange = strings(values.get("price_range"))[0] ?? "";
+  facts.areas = strings(values.get("areas"));
+  // "03 9123 4567" and "+61391234567" are one number: compare the last eight digits.
+  const seen = new Set<string>();
+  for (const phone of [...strings(values.get("telephone")), ...strings(values.get("phones"))]) {
+    const key = digits(phone).slice(-8);
+    if (!seen.has(key)) {
+      seen.add(key);
+      facts.phones.push(phone);
+    }
+  }
+  facts.emails = [...new Set([...strings(values.get("email")), ...strings(values.get("emails"))].map((e) => e.toLowerCase()))];
+  facts.hours = parseWeeklyHours(values.get("hours"));
+  const known = new Set(["name", "address", "price_range", "areas", "telephone", "phones", "email", "emails", "hours"]);
+  for (const [key, value] of values) {
+    if (known.has(key) || SKIPPED.has(key)) continue;
+    const text = Array.isArray(value) ? strings(value).join(", ") : typeof value === "string" ? value : JSON.stringify(value);
+    if (text.trim()) {
+      const label = key.replace(/_/gu, " ").replace(/^./u, (c) => c.toUpperCase());
+      facts.other.push([label, text.trim().slice(0, MAX_OTHER_CHARS)]);
+    }
+  }
+  return facts;
+}
+
+/** The details as Markdown lines (no heading); empty when nothing is known. */
+export function factsLines(facts: BusinessFacts): string[] {
+  const lines: string[] = [];
+  if (facts.name) lines.push(`- Name: ${facts.name}`);
+  if (facts.phones.length) lines.push(`- Phone: ${facts.phones.join(", ")}`);
+  if (facts.emails.length) lines.push(`- Email: ${facts.emails.join(", ")}`);
+  if (facts.address) lines.push(`- Address: ${facts.address}`);
+  if (facts.areas.length) lines.push(`- Areas served: ${facts.areas.join(", ")}`);
+  if (facts.priceRange) lines.push(`- Price range: ${facts.priceRange}`);
+  for (const [label, text] of facts.other) lines.push(`- ${label}: ${text}`);
+  if (facts.hours !== null) {
+    const hours = facts.hours;
+    lines.push("- Opening hours:");
+    for (const day of DAYS) lines.push(`  - ${day}: ${dayHoursText(hours, day)}`);
+  }
+  return lines;
+}

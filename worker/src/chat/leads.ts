@@ -1,0 +1,54 @@
+/**
+ * Callback leads in D1 (`leads`, migrations/0003_chat.sql): who to get back to, what they need,
+ * and the end of the conversation that led there.
+ */
+import type { SqlDatabase } from "../bindings";
+import type { ChatMessage, VisitorDetails } from "./request";
+
+export const EXCERPT_MESSAGES = 6;
+const EXCERPT_MESSAGE_CHARS = 400;
+export const MAX_NEED_CHARS = 500;
+
+export interface Lead {
+  site: string;
+  contact: VisitorDetails; // a phone or an email at least
+  need: string;
+  excerpt: string;
+  visitorId: string | null;
+  source: "chat" | "budget";
+  createdAt: string; // ISO 8601 UTC
+}
+
+/** The last turns as "Visitor: ..." / "Assistant: ..." lines, each cut to 400 characters. */
+export function conversationExcerpt(messages: readonly ChatMessage[]): string {
+  return messages
+    .slice(-EXCERPT_MESSAGES)
+    .map((message) => {
+      const who = message.role === "user" ? "Visitor" : "Assistant";
+      const text = message.content.replace(/\s+/gu, " ").trim();
+      return `${who}: ${text.length > EXCERPT_MESSAGE_CHARS ? `${text.slice(0, EXCERPT_MESSAGE_CHARS)}…` : text}`;
+    })
+    .join("\n");
+}
+
+/** Save a lead; returns its id. */
+export async function saveLead(db: SqlDatabase, lead: Lead): Promise<string> {
+  const id = crypto.randomUUID();
+  await db.all(
+    `INSERT INTO leads (id, site, name, phone, email, need, excerpt, visitor_id, source, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      id,
+      lead.site,
+      lead.contact.name ?? "",
+      lead.contact.phone ?? "",
+      lead.contact.email ?? "",
+      lead.need.slice(0, MAX_NEED_CHARS),
+      lead.excerpt,
+      lead.visitorId ?? "",
+      lead.source,
+      lead.createdAt,
+    ],
+  );
+  return id;
+}
