@@ -20,6 +20,7 @@ import json
 import logging
 import secrets
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -44,6 +45,13 @@ class LocalCloudServer(ThreadingHTTPServer):
         self.token = token
         self._thread: threading.Thread | None = None
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (wrangler reloading the Worker) is not an error of ours.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            logger.debug("Client %s went away", client_address)
+            return
+        super().handle_error(request, client_address)
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
@@ -67,6 +75,9 @@ class LocalCloudServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: LocalCloudServer
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: without TCP_NODELAY each answer waits ~40 ms
+    # for the delayed ACK (measured: ~44 ms a call, ~1 ms with it).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), format % args)

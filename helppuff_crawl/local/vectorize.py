@@ -108,6 +108,7 @@ class LocalVectorIndex:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(_SCHEMA)
         self._loaded: _Loaded | None = None
+        self._data_version: int | None = None
         config = dict(self._conn.execute("SELECT key, value FROM config").fetchall())
         if "dimensions" not in config:
             raise VectorizeError(500, 3999, f"{path} holds no Vectorize index configuration")
@@ -269,6 +270,12 @@ class LocalVectorIndex:
         return out
 
     def _load(self) -> _Loaded:
+        # PRAGMA data_version changes when another connection (another process: a crawl while
+        # `helppuff serve` runs) commits to the file: the cached matrix is then read again.
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._loaded = None
+            self._data_version = version
         if self._loaded is None:
             rows = self._conn.execute("SELECT id, namespace, vals, metadata FROM vectors ORDER BY id").fetchall()
             matrix = (

@@ -10,12 +10,17 @@
  *   POST /v1/sites/:site/chat     {messages, visitor?, visitorId?}: a cited answer as server-sent
  *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts).
  *
+ *   GET /widget.js                the chat widget's script (widget/widget.ts), cacheable.
+ *   GET /demo?site=<site>         a page with the widget's script tag for that site (widget/demo.ts).
+ *
  * Retrieval itself is in retrieve.ts; bindings are reached through bindings.ts only.
  */
 import { type Env, backendsFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
 import { parseSearchRequest } from "./request";
 import { UnknownSiteError, retrieve } from "./retrieve";
+import { demoResponse } from "./widget/demo";
+import { widgetResponse } from "./widget/widget";
 
 const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
 const CHAT_PATH = /^\/v1\/sites\/([^/]+)\/chat\/?$/u;
@@ -61,6 +66,12 @@ async function search(request: Request, env: Env, site: string): Promise<Respons
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const url = new URL(request.url);
+    if (url.pathname === "/widget.js") {
+      return widgetResponse(request);
+    }
+    if (url.pathname === "/demo" || url.pathname === "/demo/") {
+      return demoResponse(request);
+    }
     const chat = CHAT_PATH.exec(url.pathname);
     if (chat !== null) {
       return chatRoute(request, env, chat[1] ?? "");

@@ -33,7 +33,7 @@ import { ftsMatchQuery } from "./fts";
 import { fuseRankings } from "./fusion";
 import { intentCategories } from "./intent";
 import { RERANK_TOP, rerankInput, rerankScores } from "./rerank";
-import { type Candidate, relevantWithoutReranker, selectCandidates, toPassages } from "./select";
+import { type Candidate, fusedMinCosine, relevantWithoutReranker, selectCandidates, toPassages } from "./select";
 import { type RetrievalSettings, parseSettings } from "./settings";
 import {
   type HistoryTurn,
@@ -150,11 +150,16 @@ export async function retrieve(
   const selected =
     reranked !== null
       ? selectCandidates(reranked, { count, minScore: settings.minScore, maxPerPage: settings.maxPerPage })
-      : selectCandidates(fusedCandidates.filter((candidate) => relevantWithoutReranker(candidate)), {
-          count,
-          minScore: null,
-          maxPerPage: settings.maxPerPage,
-        });
+      : selectCandidates(
+          fusedCandidates.filter((candidate) =>
+            relevantWithoutReranker(candidate, fusedMinCosine(record.index?.model)),
+          ),
+          {
+            count,
+            minScore: null,
+            maxPerPage: settings.maxPerPage,
+          },
+        );
 
   const items = await withContinuation(backends, request.site, selected, degraded);
   return { passages: toPassages(items), degraded, query, scores: reranked !== null ? "reranker" : "fused" };

@@ -11,6 +11,19 @@ import { type Chunk, type Passage, passageUrl } from "./chunks";
 
 export const FUSED_MIN_COSINE = 0.45;
 
+/**
+ * Cosine scales differ between embedding models: 0.45 is the seed's figure for bge-m3, while the
+ * local all-MiniLM-L6-v2 scores relevant passages at about 0.2–0.5 (measured with
+ * bench/retrieval.py), so it gets a lower bar.
+ */
+const FUSED_MIN_COSINE_BY_MODEL: Readonly<Record<string, number>> = {
+  "@local/all-minilm-l6-v2": 0.3,
+};
+
+export function fusedMinCosine(model: string | null | undefined): number {
+  return (model && FUSED_MIN_COSINE_BY_MODEL[model]) || FUSED_MIN_COSINE;
+}
+
 export interface Candidate {
   chunk: Chunk;
   score: number; // reranker score, or RRF score in fused order

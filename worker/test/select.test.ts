@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { type Chunk, passageUrl } from "../src/chunks";
-import { type Candidate, FUSED_MIN_COSINE, relevantWithoutReranker, selectCandidates, toPassages } from "../src/select";
+import {
+  type Candidate,
+  FUSED_MIN_COSINE,
+  fusedMinCosine,
+  relevantWithoutReranker,
+  selectCandidates,
+  toPassages,
+} from "../src/select";
 
 function chunk(id: string, url: string, anchor = ""): Chunk {
   return { id, url, headingPath: ["T", id], headingPathJson: `["T","${id}"]`, anchor, title: "T", category: "other", text: `text ${id}`, seq: 0 };
@@ -72,5 +79,13 @@ describe("toPassages", () => {
 
   it("leaves URLs without an anchor alone", () => {
     expect(passageUrl({ url: "helppuff://facts", anchor: "" })).toBe("helppuff://facts");
+  });
+});
+
+describe("fusedMinCosine", () => {
+  it("keeps the seed's 0.45 for bge-m3 and unknown models, and a lower bar for the local MiniLM", () => {
+    expect(fusedMinCosine("@cf/baai/bge-m3")).toBe(0.45);
+    expect(fusedMinCosine(undefined)).toBe(0.45);
+    expect(fusedMinCosine("@local/all-minilm-l6-v2")).toBe(0.3);
   });
 });

@@ -7,6 +7,10 @@
  * When the model fails before any text reached the visitor, `fallbackModel` is tried once, for the
  * rest of the answer. A failure after that, or with no fallback, ends the answer with an `error`.
  *
+ * When no chat model can be called (`backend.model` is "extractive", or the model and the fallback
+ * are missing where the AI binding runs: "No such model", code 5007, as in `helppuff serve`'s local
+ * cloud) and nothing was shown yet, the answer is extractive.ts's quotes from the passages instead.
+ *
  * Past the daily neuron budget, `refuseOverBudget` answers without calling any model.
  */
 import type { AiRunner, SqlDatabase } from "../bindings";
@@ -14,6 +18,7 @@ import type { Passage } from "../chunks";
 import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, Emit } from "./events";
+import { EXTRACTIVE_MODEL, isModelMissing, streamExtractive } from "./extractive";
 import type { BusinessFacts } from "./facts";
 import { conversationExcerpt, saveLead } from "./leads";
 import { type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
@@ -79,6 +84,11 @@ interface CallResult {
 export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit: Emit): Promise<void> {
   const emit = guarded(rawEmit);
   const { settings, site } = input;
+  if (settings.model === EXTRACTIVE_MODEL) {
+    await record(deps, site, new Map());
+    await streamExtractive(deps, input, rawEmit);
+    return;
+  }
   const messages = [...input.messages];
   const usage = new Map<string, ModelUsage>();
   const conversationContact = contactFromConversation(input.request.messages);
@@ -88,6 +98,7 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
   let model = settings.model;
   let fellBack = false;
   let failure: string | null = null;
+  let extractive = false;
 
   const onText = async (text: string) => {
     const visible = filter.push(text);
@@ -134,10 +145,19 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
       await record(deps, site, usage);
       return;
     }
-    console.error("chat model %s failed for site %s: %s", model, site, describe(error));
-    failure = MODEL_FAILED_MESSAGE;
+    if (!shown && isModelMissing(error)) {
+      console.warn("chat model %s is not available for site %s, answering from the passages: %s", model, site, describe(error));
+      extractive = true;
+    } else {
+      console.error("chat model %s failed for site %s: %s", model, site, describe(error));
+      failure = MODEL_FAILED_MESSAGE;
+    }
   }
   await record(deps, site, usage);
+  if (extractive) {
+    await streamExtractive(deps, input, rawEmit);
+    return;
+  }
   const totals = [...usage.values()].reduce(
     (sum, u) => ({
       neurons: sum.neurons + u.neurons,

@@ -1,0 +1,263 @@
+"""Retrieval quality and search latency through the real Worker: hybrid beside each retriever alone.
+
+    .venv/bin/python bench/retrieval.py [--rounds 2] [--sizes 1000,10000]
+
+1. Serves tests/sites/acme-plumbing on 127.0.0.1 and crawls it with `helppuff crawl` (a child
+   process, rendering off) into a temporary knowledge base.
+2. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.devserver: the local cloud and
+   `wrangler dev` in workerd, the dev shims reading the crawl's SQLite file and vector index).
+3. Asks every question of bench/questions.json three times through POST /v1/sites/acme/search,
+   with `mode` "hybrid" (the Worker's pipeline), "keywords" (FTS5 BM25 alone) and "vectors"
+   (Vectorize alone); the rest of the pipeline (intent boost, reranker, selection) is the same for
+   all three. Locally the reranker is absent (the local cloud has no @cf/baai/bge-reranker-base),
+   so every answer is in fused order, and in fused order a vector match counts only at a cosine of
+   at least worker/src/select.ts fusedMinCosine(model) (0.45, or 0.3 for the local MiniLM). Prints hit@1, hit@4 and MRR (over up to 20 passages) side by side,
+   and, to show what that cut does, the same for Vectorize's own order (the local cloud's index
+   queried directly with the query's embedding: no Worker, no cut).
+4. Adds filler chunks to the same site (same D1 table and Vectorize namespace, so every search
+   scans them) through the local cloud's D1 and Vectorize REST APIs, up to 1,000 and then 10,000
+   chunks, and prints search latency p50/p95 (client round trip, each mode) at each size.
+   Filler texts mix plumbing and everyday words, so keyword searches match many of them; their
+   vectors are random unit vectors, which cost the same to scan as real ones.
+
+Machines are noisy: read the latency ratios between sizes, not the absolute times. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
+from helppuff_crawl.devserver import DevOptions, DevServer, port_is_free
+from helppuff_crawl.local.ai import LOCAL_MODEL
+from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID
+from tests.sitesserver import SiteServer
+
+logger = logging.getLogger(__name__)
+
+QUESTIONS = Path(__file__).with_name("questions.json")
+SITE_DIR = ROOT / "tests" / "sites" / "acme-plumbing"
+SITE = "acme"
+MODES = ("hybrid", "keywords", "vectors")
+LIMIT = 20  # passages asked for: hit@1 and hit@4 read the first ones, MRR all of them
+DIMENSIONS = 384
+
+_VOCABULARY = (
+    "tap leak drain pipe water hot cold gas heater toilet shower sink roof gutter valve pressure "
+    "tank service repair install replace inspect quote price booking weekend team licensed local "
+    "garden kitchen bathroom laundry renovation camera roots jetting solar electric warranty "
+    "house street family weather winter summer morning evening friendly quick clean tidy safe "
+    "council permit report photo visit plan cost budget material copper plastic fitting seal"
+)
+
+
+def crawl(site_url: str, data_dir: Path) -> None:
+    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": ""}
+    helppuff = str(Path(sys.executable).parent / "helppuff")
+    result = subprocess.run([helppuff, "crawl", site_url, "--site", SITE, "--render-js", "never"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"the crawl failed:\n{result.stdout}\n{result.stderr}")
+    print(result.stdout.strip().splitlines()[0])
+
+
+def page_path(url: str, site_url: str) -> str:
+    return url.split("#")[0].removeprefix(site_url) or "/"
+
+
+def search(client: httpx.Client, worker_url: str, query: str, mode: str) -> tuple[dict[str, Any], float]:
+    for attempt in range(3):
+        started = time.perf_counter()
+        reply = client.post(f"{worker_url}/v1/sites/{SITE}/search", json={"query": query, "limit": LIMIT, "mode": mode})
+        elapsed = time.perf_counter() - started
+        # wrangler dev reloads the Worker when a file under worker/ changes; a request it cut is asked again.
+        if reply.status_code == 503 and "restarted mid-request" in reply.text and attempt < 2:
+            print(f"(the Worker restarted during {query!r}; asked again)")
+            continue
+        reply.raise_for_status()
+        return reply.json(), elapsed
+    raise AssertionError("unreachable")
+
+
+def raw_vector_paths(dev: DevServer, site_url: str, query: str) -> list[str]:
+    """The page paths of Vectorize's own top 20 for `query` (the local cloud, no Worker, no relevance cut)."""
+    assert dev.cloud is not None
+    vector = dev.cloud.ai.run(LOCAL_MODEL, {"text": [query]})["data"][0]
+    matches = dev.cloud.vector_index(dev.options.index).query(vector, LIMIT, SITE)["matches"]
+    ids = [m["id"] for m in matches]
+    marks = ", ".join("?" for _ in ids)
+    rows = dev.cloud.database(dev.options.database).query(
+        [(f"SELECT id, url FROM chunks WHERE site = ? AND id IN ({marks})", [SITE, *ids])]
+    )[0]["results"]
+    urls = {row["id"]: row["url"] for row in rows}
+    return [page_path(urls[i], site_url) for i in ids if i in urls]
+
+
+def quality(client: httpx.Client, dev: DevServer, site_url: str, questions: list[dict[str, Any]]) -> None:
+    worker_url = dev.worker_url
+    scores = {mode: {"hit1": 0, "hit4": 0, "rr": 0.0, "empty": 0} for mode in (*MODES, "raw")}
+    misses: list[str] = []
+    degraded: set[str] = set()
+    for item in questions:
+        wanted = set(item["answers"])
+        firsts = {}
+        for mode in MODES:
+            answer, _ = search(client, worker_url, item["q"], mode)
+            degraded.update(reason.split(":", 1)[0] for reason in answer["degraded"])
+            paths = [page_path(p["url"], site_url) for p in answer["passages"]]
+            rank = next((i + 1 for i, path in enumerate(paths) if path in wanted), None)
+            s = scores[mode]
+            s["hit1"] += rank == 1
+            s["hit4"] += rank is not None and rank <= 4
+            s["rr"] += 1 / rank if rank else 0.0
+            s["empty"] += not paths
+            firsts[mode] = (rank, paths[:4])
+        paths = raw_vector_paths(dev, site_url, item["q"])
+        rank = next((i + 1 for i, path in enumerate(paths) if path in wanted), None)
+        s = scores["raw"]
+        s["hit1"] += rank == 1
+        s["hit4"] += rank is not None and rank <= 4
+        s["rr"] += 1 / rank if rank else 0.0
+        s["empty"] += not paths
+        if not (firsts["hybrid"][0] or 99) <= 4:
+            misses.append(f"  {item['q']!r} wants {sorted(wanted)}; hybrid top 4: {firsts['hybrid'][1]}")
+    n = len(questions)
+    print(f"\nRetrieval quality: {n} questions, {LIMIT} passages asked for, fused order "
+          f"(degraded stages seen: {', '.join(sorted(degraded)) or 'none'})")
+    print(f"{'retriever':<10}{'hit@1':>8}{'hit@4':>8}{'MRR':>8}{'no passages':>13}")
+    for mode in MODES:
+        s = scores[mode]
+        print(f"{mode:<10}{s['hit1'] / n:>8.3f}{s['hit4'] / n:>8.3f}{s['rr'] / n:>8.3f}{s['empty']:>13}")
+    s = scores["raw"]
+    print(f"{'vectors*':<10}{s['hit1'] / n:>8.3f}{s['hit4'] / n:>8.3f}{s['rr'] / n:>8.3f}{s['empty']:>13}")
+    print("* Vectorize's own order, without the fused-order cosine cut (the local cloud, not the Worker)")
+    if misses:
+        print("hybrid misses (answer not in the top 4):")
+        print("\n".join(misses))
+
+
+def filler_chunks(start: int, count: int, rng: random.Random) -> list[tuple[str, list[Any]]]:
+    """INSERT statements for filler chunks numbered start..start+count-1 on their own pages."""
+    now = "2026-01-01T00:00:00Z"
+    words = _VOCABULARY.split()
+    statements = []
+    for n in range(start, start + count):
+        title = f"{' '.join(rng.choice(words) for _ in range(3)).capitalize()} | Filler {n}"
+        heading = " ".join(rng.choice(words) for _ in range(4)).capitalize()
+        text = ". ".join(" ".join(rng.choice(words) for _ in range(12)).capitalize() for _ in range(7)) + "."
+        statements.append((
+            ("INSERT INTO chunks (id, site, url, ordinal, heading_path, headings, anchor, title, category, text, "
+             "prefix, is_faq, oversized, tokens, seq, content_hash, updated_at) "
+             "VALUES (?, ?, ?, 0, ?, ?, '', ?, 'other', ?, '', 0, 0, ?, 0, '', ?)"),
+            [filler_id(n), SITE, f"https://filler.example/page-{n}", json.dumps([title, heading]),
+             f"{title} › {heading}", title, text, (len(text) + 3) // 4, now],
+        ))
+    return statements
+
+
+def filler_id(n: int) -> str:
+    return hashlib.sha1(f"filler-{n}".encode()).hexdigest()
+
+
+async def add_filler(dev: DevServer, start: int, count: int, rng: random.Random) -> None:
+    """Write filler chunks (D1) and random unit vectors (Vectorize, the site's namespace) via the REST APIs."""
+    client = CloudflareClient(HttpTransport(dev.token, dev.cloud_url, timeout=300.0), LOCAL_ACCOUNT_ID)
+    np_rng = np.random.default_rng(rng.randrange(2**32))
+    try:
+        for first in range(start, start + count, 500):
+            size = min(500, start + count - first)
+            await client.d1_batch(dev.options.database, filler_chunks(first, size, rng))
+            values = np_rng.standard_normal((size, DIMENSIONS)).astype(np.float32)
+            values /= np.linalg.norm(values, axis=1, keepdims=True)
+            await client.vectorize_upsert(dev.options.index, [
+                {"id": filler_id(first + i), "values": values[i].tolist(), "namespace": SITE,
+                 "metadata": {"category": "other", "page": f"https://filler.example/page-{first + i}"}}
+                for i in range(size)
+            ])
+    finally:
+        await client.aclose()
+
+
+def chunk_count(dev: DevServer) -> int:
+    assert dev.cloud is not None
+    rows = dev.cloud.database(dev.options.database).query([("SELECT COUNT(*) AS n FROM chunks WHERE site = ?", [SITE])])
+    return int(rows[0]["results"][0]["n"])
+
+
+def latency(client: httpx.Client, worker_url: str, questions: list[str], rounds: int) -> dict[str, list[float]]:
+    for query in questions[:5]:  # warm caches (the vector matrix reloads after a write)
+        for mode in MODES:
+            search(client, worker_url, query, mode)
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for round_ in range(rounds):
+        order = MODES if round_ % 2 == 0 else tuple(reversed(MODES))
+        for query in questions:
+            for mode in order:
+                times[mode].append(search(client, worker_url, query, mode)[1] * 1000)
+    return times
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--rounds", type=int, default=2, help="latency rounds over the questions (default 2)")
+    parser.add_argument("--sizes", default="1000,10000", help="knowledge base sizes in chunks (default 1000,10000)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    questions = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="helppuff-bench-") as tmp, SiteServer(SITE_DIR) as site:
+        data_dir = Path(tmp) / "kb"
+        crawl(site.url, data_dir)
+        port = next(p for p in range(18787, 18887) if port_is_free(p))
+        with DevServer(DevOptions(data_dir=data_dir, port=port), output=lambda line: None) as dev:
+            dev.wait_ready()
+            print(f"Worker {dev.worker_url} on the local cloud {dev.cloud_url}; {chunk_count(dev)} chunks crawled")
+            with httpx.Client(timeout=120.0, trust_env=False) as client:
+                quality(client, dev, site.url, questions)
+                texts = [item["q"] for item in questions]
+                rows = [(chunk_count(dev), latency(client, dev.worker_url, texts, args.rounds))]
+                for size in sizes:
+                    have = chunk_count(dev)
+                    if size > have:
+                        started = time.perf_counter()
+                        asyncio.run(add_filler(dev, have, size - have, rng))
+                        print(f"(added {size - have} filler chunks in {time.perf_counter() - started:.1f} s)")
+                    rows.append((chunk_count(dev), latency(client, dev.worker_url, texts, args.rounds)))
+    print(f"\nSearch latency, ms, client round trip through the Worker ({args.rounds} rounds x {len(questions)} "
+          "questions per mode); filler chunks in site acme itself (same D1 table, same Vectorize namespace)")
+    header = "".join(f"{mode + ' p50/p95':>22}" for mode in MODES)
+    print(f"{'chunks':>8}{header}")
+    for count, times in rows:
+        cells = "".join(f"{percentile(times[m], 50):>13.1f} /{percentile(times[m], 95):>7.1f}" for m in MODES)
+        print(f"{count:>8}{cells}")
+    base = statistics.median(rows[0][1]["hybrid"])
+    for count, times in rows[1:]:
+        print(f"hybrid p50 at {count} chunks / at {rows[0][0]} chunks: {statistics.median(times['hybrid']) / base:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""`helppuff serve`: the Worker in dev mode, answering from the local knowledge base.
+
+Starts the local cloud on 127.0.0.1 (a random bearer token) and `wrangler dev` with the Worker's
+dev shims pointed at it (helppuff_crawl.devserver), prints the URLs once the Worker answers, and
+runs until Ctrl-C (or SIGTERM), then stops both. The Worker reads the same SQLite file and vector
+index the crawl wrote. Models the local cloud lacks (the reranker) degrade the answer to fused
+order, and each answer says so in `degraded`.
+
+Exit status: 0 after Ctrl-C, 1 when it could not start or wrangler stopped on its own, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helppuff_crawl.cli import UsageError
+
+if TYPE_CHECKING:
+    from helppuff_crawl.local.cloud import LocalCloud
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("serve", help="run the Worker locally on the local knowledge base")
+    parser.add_argument("--port", type=int, default=8787, help="the Worker's port on 127.0.0.1 (default 8787)")
+    parser.add_argument("--cloud-port", type=int, default=0, help="the local cloud's port (default: a free one)")
+    parser.add_argument("--data-dir", help="the local knowledge base (default: HELPPUFF_DATA_DIR or .helppuff)")
+    parser.set_defaults(func=run)
+
+
+def _print_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _sites(cloud: LocalCloud, database: str) -> list[dict[str, Any]]:
+    """Each crawled site with its chunk count and embedding model, from the local D1."""
+    sql = ("SELECT chunks.site AS site, COUNT(*) AS chunks, "
+           "(SELECT model FROM site_index WHERE site_index.site = chunks.site) AS model "
+           "FROM chunks GROUP BY chunks.site ORDER BY chunks.site")
+    return cloud.database(database).query([(sql, [])])[0]["results"]
+
+
+class _Stop(Exception):
+    """SIGTERM arrived: stop as Ctrl-C does."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    from helppuff_crawl.cli.crawl import project_settings
+    from helppuff_crawl.devserver import DevOptions, DevServer, DevServerError
+
+    settings = project_settings()
+    data_dir = Path(args.data_dir or settings.get("HELPPUFF_DATA_DIR") or ".helppuff")
+    database = str(settings.get("HELPPUFF_D1_DATABASE") or "helppuff")
+    try:
+        options = DevOptions(
+            data_dir=data_dir, port=args.port, cloud_port=args.cloud_port, database=database,
+            index=str(settings.get("HELPPUFF_VECTORIZE_INDEX") or "helppuff"),
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not (data_dir / "d1" / f"{database}.sqlite3").exists():
+        print(f"helppuff serve: no knowledge base in {data_dir} yet: crawl a site first (`helppuff crawl URL`)",
+              file=sys.stderr)
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    dev = DevServer(options, output=_print_line)
+    try:
+        dev.start()
+        dev.wait_ready()
+        assert dev.cloud is not None  # started
+        sites = _sites(dev.cloud, database)
+        print(f"Local cloud  {dev.cloud_url}  (knowledge base: {data_dir})")
+        print(f"Worker       {dev.worker_url}  (POST /v1/sites/<site>/search)")
+        for site in sites:
+            print(f"Site         {site['site']}: {site['chunks']} chunks, {site['model'] or 'no vectors'}")
+        example = sites[0]["site"] if sites else "SITE"
+        url = "" if options.port == 8787 else f" --url {dev.worker_url}"
+        print(f'Try          helppuff search "how much is a call-out?" --site {example}{url}')
+        print("Ready. Ctrl-C stops the Worker and the local cloud.", flush=True)
+        status = dev.process.wait() if dev.process is not None else 1
+        print(f"helppuff serve: wrangler dev stopped on its own (status {status})", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, _Stop):
+        print("\nStopping.", file=sys.stderr, flush=True)
+        return 0
+    except DevServerError as exc:
+        print(f"helppuff serve: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if main_thread:  # a second Ctrl-C must not cut the cleanup short
+            interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        dev.stop()
+        if main_thread:
+            signal.signal(signal.SIGINT, interrupt)
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,353 @@
+"""The local dev loop: the local cloud on loopback, and `wrangler dev` answering from it.
+
+    with DevServer(DevOptions(data_dir=Path(".helppuff"), port=8787)) as dev:
+        dev.wait_ready()
+        httpx.post(f"{dev.worker_url}/v1/sites/acme/search", json={"query": "hot water?"})
+
+`start()` serves the local cloud (helppuff_crawl.local.server) on 127.0.0.1 with a random bearer
+token, loads the bundled embedding model in the background (so the first search is not slowed
+by it), and starts the Worker's own wrangler (worker/node_modules, under worker/.node's Node 22)
+in a process group of its own:
+
+    wrangler dev --local --env local --env-file <tmp>/local-cloud.env --ip 127.0.0.1 --port PORT
+
+Env "local" in worker/wrangler.jsonc declares no D1, Vectorize or AI binding, so nothing is
+remote and Miniflare's own D1 is not used: the Worker's dev shims (worker/src/dev.ts) call the
+local cloud at HELPPUFF_LOCAL_CLOUD_URL with HELPPUFF_LOCAL_CLOUD_TOKEN, given in an env file
+only this user can read (not on a command line), and so read the very SQLite file the crawl
+wrote. Nothing leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
+WRANGLER_SEND_METRICS=false, WRANGLER_SEND_ERROR_REPORTS=false, WRANGLER_HIDE_BANNER=true (the
+banner asks npm for a newer wrangler) and no Cloudflare credentials.
+
+wrangler's output goes to `output` (a callable taking one line), without the warning that env
+"local" lacks the top-level bindings, which is the point of it. `wait_ready()` polls until the
+Worker answers and the model is loaded; `stop()` ends wrangler's process group (SIGTERM, then
+SIGKILL) and the local cloud, and removes the temporary folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+import httpx
+
+if TYPE_CHECKING:
+    from helppuff_crawl.local.cloud import LocalCloud
+    from helppuff_crawl.local.server import LocalCloudServer
+
+logger = logging.getLogger(__name__)
+
+WORKER_DIR = Path(__file__).resolve().parent.parent / "worker"
+WRANGLER_ENV = "local"
+DEFAULT_PORT = 8787
+LOOPBACK = "127.0.0.1"
+
+# Variables wrangler must not see (it would try to reach Cloudflare with them), and what it gets instead.
+_HIDDEN_VARIABLES = ("CLOUDFLARE_API_TOKEN", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_KEY", "CLOUDFLARE_EMAIL")
+_OFFLINE_VARIABLES = {
+    "CLOUDFLARE_CF_FETCH_ENABLED": "false",
+    "WRANGLER_SEND_METRICS": "false",
+    "WRANGLER_SEND_ERROR_REPORTS": "false",
+    "WRANGLER_HIDE_BANNER": "true",
+    "WRANGLER_NO_SKILLS_UPDATE_PROMPTS": "true",
+    "DO_NOT_TRACK": "1",
+    "NO_COLOR": "1",
+    "FORCE_COLOR": "0",
+}
+
+
+class DevServerError(Exception):
+    """The dev loop could not start or stopped on its own; the message says why."""
+
+
+@dataclass(frozen=True)
+class DevOptions:
+    data_dir: Path  # the local knowledge base (HELPPUFF_DATA_DIR)
+    port: int = DEFAULT_PORT  # the Worker's port on 127.0.0.1
+    cloud_port: int = 0  # the local cloud's port; 0 picks a free one
+    database: str = "helppuff"  # D1 database name (HELPPUFF_D1_DATABASE)
+    index: str = "helppuff"  # Vectorize index name (HELPPUFF_VECTORIZE_INDEX)
+    worker_dir: Path = WORKER_DIR
+
+    def __post_init__(self) -> None:
+        for name in ("port", "cloud_port"):
+            value = getattr(self, name)
+            if not 0 <= value <= 65535:
+                raise ValueError(f"{name.replace('_', '-')} must be a port number (0-65535), got {value}")
+        if self.port == 0:
+            raise ValueError("port must not be 0: the Worker needs a known port")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    node: Path
+    wrangler: Path
+
+
+def find_toolchain(worker_dir: Path = WORKER_DIR) -> Toolchain:
+    """Node 22 and wrangler as scripts/setup-worker.sh installs them; DevServerError when absent."""
+    node = worker_dir / ".node" / "bin" / "node"
+    wrangler = worker_dir / "node_modules" / "wrangler" / "bin" / "wrangler.js"
+    missing = [str(p.relative_to(worker_dir.parent)) for p in (node, wrangler) if not p.exists()]
+    if missing:
+        raise DevServerError(
+            f"the Worker's toolchain is not installed ({', '.join(missing)} missing): run `bash scripts/setup-worker.sh`"
+        )
+    return Toolchain(node, wrangler)
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def wrangler_command(tool: Toolchain, options: DevOptions, env_file: Path, state_dir: Path) -> list[str]:
+    """The `wrangler dev` command line (the token is in env_file, not here)."""
+    return [
+        str(tool.node), str(tool.wrangler), "dev",
+        "--config", str(options.worker_dir / "wrangler.jsonc"),
+        "--local", "--env", WRANGLER_ENV, "--env-file", str(env_file),
+        "--ip", LOOPBACK, "--port", str(options.port),
+        "--persist-to", str(state_dir),
+        "--show-interactive-dev-session=false",
+        "--log-level", "info",
+    ]
+
+
+def wrangler_environment(tool: Toolchain, base: dict[str, str] | None = None) -> dict[str, str]:
+    """wrangler's environment: ours without Cloudflare credentials, plus the offline switches."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _HIDDEN_VARIABLES}
+    env.update(_OFFLINE_VARIABLES)
+    env["PATH"] = f"{tool.node.parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+_INHERITANCE_WARNING = re.compile(
+    r'"env\.local" environment configuration'
+    r'|exists at the top level, but not on "env\.local"'
+    r'|binding with name "[A-Z_]+" at the top level, but not on "env\.local"'
+    r"|This is not what you probably want, since"
+    r'|Please add (?:"[a-z0-9_]+" to "env\.local"|a binding for "[A-Z_]+" to "env\.local)'
+)
+
+
+def drop_inheritance_warnings(lines: Iterable[str]) -> Iterator[str]:
+    """wrangler's output without its warning that env "local" lacks the top-level bindings.
+
+    The warning is a block: a "Processing ... configuration" line, then indented lines, up to the
+    next line that starts in column 0. It is dropped only when every line of it is that warning;
+    any other configuration warning passes through whole.
+    """
+    block: list[str] = []
+    for line in lines:
+        if block:
+            if line.strip() and not line[:1].isspace():
+                yield from _settle(block)
+                block = []
+            else:
+                block.append(line)
+                continue
+        if "Processing" in line and "configuration" in line and "WARNING" in line:
+            block = [line]
+        else:
+            yield line
+    if block:
+        yield from _settle(block)
+
+
+def _settle(block: list[str]) -> list[str]:
+    body = [line for line in block[1:] if line.strip()]
+    if body and all(_INHERITANCE_WARNING.search(line) for line in body):
+        return []
+    return block
+
+
+class DevServer:
+    """The local cloud (in this process) and `wrangler dev` (a child process group)."""
+
+    def __init__(self, options: DevOptions, output: Callable[[str], Any] | None = None) -> None:
+        self.options = options
+        self.output = output or (lambda line: logger.info("wrangler: %s", line))
+        self.tail: deque[str] = deque(maxlen=40)  # wrangler's last lines, for error messages
+        self.cloud: LocalCloud | None = None  # set by start()
+        self.cloud_url = ""  # the local cloud's API base, http://127.0.0.1:PORT/client/v4
+        self.token = ""
+        self.process: subprocess.Popen[str] | None = None
+        self._server: LocalCloudServer | None = None
+        self._tmp: Path | None = None
+        self._reader: threading.Thread | None = None
+        self._warmup: threading.Thread | None = None
+        self._warmup_error: Exception | None = None
+
+    @property
+    def worker_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.options.port}"
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        from helppuff_crawl.local.cloud import LocalCloud
+        from helppuff_crawl.local.server import serve_local_cloud
+
+        tool = find_toolchain(self.options.worker_dir)
+        if not port_is_free(self.options.port):
+            raise DevServerError(f"port {self.options.port} on {LOOPBACK} is in use: pass another --port")
+        if self.options.cloud_port and not port_is_free(self.options.cloud_port):
+            raise DevServerError(f"port {self.options.cloud_port} on {LOOPBACK} is in use: pass another --cloud-port")
+        self.cloud = cloud = LocalCloud(self.options.data_dir)
+        self.token = secrets.token_urlsafe(24)
+        self._server, self.cloud_url = serve_local_cloud(cloud, LOOPBACK, self.options.cloud_port, token=self.token)
+        self._warmup = threading.Thread(target=self._load_models, args=(cloud,), name="helppuff-warmup", daemon=True)
+        self._warmup.start()
+
+        self._tmp = Path(tempfile.mkdtemp(prefix="helppuff-serve-"))
+        env_file = self._tmp / "local-cloud.env"
+        env_file.touch(mode=0o600)
+        env_file.write_text(
+            f"HELPPUFF_LOCAL_CLOUD_URL={self.cloud_url.removesuffix('/client/v4')}\n"
+            f"HELPPUFF_LOCAL_CLOUD_TOKEN={self.token}\n"
+            f"HELPPUFF_D1_DATABASE={self.options.database}\n"
+            f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n",
+            encoding="utf-8",
+        )
+        command = wrangler_command(tool, self.options, env_file, self._tmp / "state")
+        logger.info("Starting %s", " ".join(command))
+        self.process = subprocess.Popen(
+            command, cwd=self.options.worker_dir, env=wrangler_environment(tool),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, encoding="utf-8", errors="replace", bufsize=1, start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read_output, name="helppuff-wrangler-output", daemon=True)
+        self._reader.start()
+
+    def _load_models(self, cloud: LocalCloud) -> None:
+        from helppuff_crawl.local.ai import LOCAL_MODEL
+
+        try:
+            if LOCAL_MODEL in cloud.ai.models:
+                cloud.ai.run(LOCAL_MODEL, {"text": ["warm up"]})
+        except Exception as exc:  # raised again by wait_ready, as a DevServerError
+            logger.exception("Could not load the local embedding model")
+            self._warmup_error = exc
+
+    def _read_output(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        lines = (line.rstrip("\n") for line in self.process.stdout)
+        for line in drop_inheritance_warnings(lines):
+            self.tail.append(line)
+            try:
+                self.output(line)
+            except Exception:
+                logger.debug("Could not pass on a wrangler line", exc_info=True)
+
+    def exited(self) -> int | None:
+        """wrangler's exit status, or None while it runs."""
+        return None if self.process is None else self.process.poll()
+
+    def wait_ready(self, timeout: float = 120.0, interval: float = 0.25) -> None:
+        """Return once the Worker answers and the embedding model is loaded; DevServerError otherwise."""
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=5.0, trust_env=False) as client:
+            while True:
+                status = self.exited()
+                if status is not None:
+                    self._join_reader()
+                    raise DevServerError(f"wrangler dev exited with status {status}:\n" + "\n".join(self.tail))
+                if self._answers(client):
+                    break
+                if time.monotonic() > deadline:
+                    raise DevServerError(f"the Worker did not answer on {self.worker_url} within {timeout:.0f} s:\n"
+                                         + "\n".join(self.tail))
+                time.sleep(interval)
+        if self._warmup is not None:
+            self._warmup.join(max(0.0, deadline - time.monotonic()))
+        if self._warmup_error is not None:
+            raise DevServerError(f"the local embedding model did not load: {self._warmup_error}")
+
+    def _answers(self, client: httpx.Client) -> bool:
+        """True when our Worker answers (its JSON 404 for an unknown path)."""
+        try:
+            reply = client.get(f"{self.worker_url}/__helppuff/ready")
+        except httpx.TransportError:
+            return False
+        if reply.status_code != 404 or "json" not in reply.headers.get("content-type", ""):
+            return False
+        try:
+            return "error" in reply.json()
+        except ValueError:
+            return False
+
+    def _join_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Stop wrangler's process group and the local cloud; safe to call twice."""
+        process, self.process = self.process, None
+        if process is not None:
+            _stop_group(process, grace)
+            self._join_reader()
+            if process.stdout is not None:
+                process.stdout.close()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        if self._warmup is not None:
+            self._warmup.join(timeout=grace)
+        if self.cloud is not None:
+            self.cloud.close()
+            self.cloud = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _stop_group(process: subprocess.Popen[str], grace: float) -> None:
+    """SIGTERM to the child's process group (wrangler and workerd), SIGKILL after `grace` seconds.
+
+    The child leads its own group (start_new_session), so the group id is its pid.
+    """
+    group = process.pid
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            logger.warning("wrangler dev did not stop within %.0f s: killing it", grace)
+    # workerd may outlive wrangler for a moment: leave nothing of the group behind.
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,191 @@
+"""The local dev loop end to end, as an operator runs it: `helppuff crawl` the Acme site (a real
+HTTP server on loopback) into a fresh knowledge base, `helppuff serve` the Worker on it (the local
+cloud and `wrangler dev` in workerd), and ask it questions over HTTP and through `helppuff search`.
+The Worker's dev shims read the very SQLite file and vector index the crawl wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from helppuff_crawl.devserver import DevServerError, find_toolchain
+
+ROOT = Path(__file__).resolve().parent.parent
+HELPPUFF = str(Path(sys.executable).parent / "helppuff")
+READY_ATTEMPTS = 480  # each waits up to 0.5 s on the serve process itself
+RERANKER_MISSING = ("reranker-failed: @cf/baai/bge-reranker-base: Workers AI: HTTP 400: "
+                    "5007: No such model @cf/baai/bge-reranker-base or task; fused order")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Loop:
+    site_url: str
+    worker_url: str
+    data_dir: Path
+    env: dict[str, str]
+    serve: subprocess.Popen[bytes]
+    out: Path
+    err: Path
+
+    def search(self, query: str, **extra: Any) -> dict[str, Any]:
+        reply = httpx.post(f"{self.worker_url}/v1/sites/acme/search", json={"query": query, **extra}, timeout=60)
+        assert reply.status_code == 200, reply.text
+        return reply.json()
+
+    def paths(self, answer: dict[str, Any]) -> list[str]:
+        """Each passage's page path (no anchor); the facts passage keeps its helppuff:// URL."""
+        return [p["url"].split("#")[0].removeprefix(self.site_url) or "/" for p in answer["passages"]]
+
+    def logs(self) -> str:
+        return f"stdout:\n{self.out.read_text()}\nstderr:\n{self.err.read_text()}"
+
+
+@pytest.fixture(scope="module")
+def loop(serve_site, tmp_path_factory) -> Iterator[Loop]:  # type: ignore[no-untyped-def]
+    try:
+        find_toolchain()
+    except DevServerError as exc:
+        pytest.skip(f"{exc} (scripts/test-worker.sh installs it; CI runs it before pytest)")
+    server = serve_site("acme-plumbing")
+    tmp = tmp_path_factory.mktemp("devloop")
+    data_dir = tmp / "kb"
+    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": ""}
+    crawl = subprocess.run([HELPPUFF, "crawl", server.url, "--site", "acme", "--render-js", "never"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert crawl.returncode == 0, crawl.stderr
+
+    port = _free_port()
+    out, err = tmp / "serve.out", tmp / "serve.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        serve = subprocess.Popen(
+            [HELPPUFF, "serve", "--port", str(port), "--cloud-port", str(_free_port()), "--data-dir", str(data_dir)],
+            cwd=ROOT, env=env, stdout=stdout, stderr=stderr, start_new_session=True,
+        )
+    state = Loop(server.url, f"http://127.0.0.1:{port}", data_dir, env, serve, out, err)
+    try:
+        for _ in range(READY_ATTEMPTS):
+            if "Ready." in out.read_text():
+                break
+            try:
+                serve.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                continue
+            pytest.fail(f"helppuff serve exited with {serve.returncode}\n{state.logs()}")
+        else:
+            pytest.fail(f"helppuff serve was not ready after {READY_ATTEMPTS} polls\n{state.logs()}")
+        yield state
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGTERM)
+            try:
+                serve.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(serve.pid, signal.SIGKILL)
+                serve.wait()
+
+
+def test_serve_prints_where_everything_is(loop: Loop) -> None:
+    lines = loop.out.read_text().splitlines()
+    assert lines[0].startswith("Local cloud  http://127.0.0.1:") and lines[0].endswith(f"(knowledge base: {loop.data_dir})")
+    assert lines[1] == f"Worker       {loop.worker_url}  (POST /v1/sites/<site>/search)"
+    db = sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3")
+    try:
+        (chunks,) = db.execute("SELECT COUNT(*) FROM chunks WHERE site = 'acme'").fetchone()
+    finally:
+        db.close()
+    assert chunks > 10
+    assert lines[2] == f"Site         acme: {chunks} chunks, @local/all-minilm-l6-v2"
+
+
+@pytest.mark.parametrize(
+    ("question", "pages", "within"),
+    [
+        ("how much is an after-hours call-out", {"/pricing"}, 1),
+        ("are your plumbers licensed", {"/faq"}, 4),
+        ("do you fix hot water systems", {"/services/hot-water", "/services"}, 4),
+        ("what's your phone number", {"helppuff://facts", "/contact"}, 4),
+        ("my drain is blocked, can you clear it?", {"/services/blocked-drains"}, 4),
+    ],
+)
+def test_the_right_page_comes_first_or_in_the_top_4(loop: Loop, question: str, pages: set[str], within: int) -> None:
+    answer = loop.search(question)
+    assert set(loop.paths(answer)[:within]) & pages, (question, loop.paths(answer))
+    # The vectors were searched (no vectors-* or embedding-* reason); only the reranker is missing.
+    assert answer["degraded"] == [RERANKER_MISSING]
+    assert answer["scores"] == "fused"
+
+
+def test_helppuff_search_through_the_worker(loop: Loop) -> None:
+    result = subprocess.run([HELPPUFF, "search", "are your plumbers licensed", "--site", "acme", "--url",
+                             loop.worker_url, "--json", "--limit", "2"],
+                            cwd=ROOT, env=loop.env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert [p["n"] for p in answer["passages"]] == [1, 2]
+    assert loop.paths(answer)[0] == "/faq"
+    text = subprocess.run([HELPPUFF, "search", "are your plumbers licensed", "--site", "acme", "--url",
+                           loop.worker_url, "--limit", "1"],
+                          cwd=ROOT, env=loop.env, capture_output=True, text=True, check=False)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[:2] == [
+        f"1. {answer['passages'][0]['score']:.4f}  Frequently Asked Questions | Acme Plumbing",
+        f"   {loop.site_url}/faq",
+    ]
+
+
+def test_each_retriever_alone(loop: Loop) -> None:
+    # The hot-water page is the closest vector (cosine about 0.7) and a keyword hit.
+    assert loop.paths(loop.search("do you fix hot water systems", mode="vectors"))[0] == "/services/hot-water"
+    assert "/services/hot-water" in loop.paths(loop.search("do you fix hot water systems", mode="keywords"))[:4]
+    # "phone" is a keyword of the facts passage, but no vector is close enough (cosine >= 0.45) to
+    # count in fused order: vectors alone find nothing.
+    assert loop.paths(loop.search("what's your phone number", mode="keywords"))[0] == "helppuff://facts"
+    assert loop.search("what's your phone number", mode="vectors")["passages"] == []
+
+
+def test_the_worker_reads_the_crawls_sqlite_file_live(loop: Loop) -> None:
+    # A settings row written straight into the crawl's SQLite file changes the very next answer.
+    db = sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3")
+    try:
+        with db:
+            db.execute("INSERT INTO site_settings (site, settings, updated_at) VALUES ('acme', ?, '2026-01-01T00:00:00Z')",
+                       [json.dumps({"retrieval": {"finalK": 1, "rerankerModel": None}})])
+        answer = loop.search("do you fix hot water systems")
+        assert len(answer["passages"]) == 1 and answer["degraded"] == []
+    finally:
+        with db:
+            db.execute("DELETE FROM site_settings WHERE site = 'acme'")
+        db.close()
+
+
+def test_unknown_site_is_a_clear_400(loop: Loop) -> None:
+    reply = httpx.post(f"{loop.worker_url}/v1/sites/nobody/search", json={"query": "hi"}, timeout=60)
+    assert reply.status_code == 400
+    assert reply.json() == {"error": 'unknown site "nobody": nothing has been crawled for it'}
+
+
+def test_zz_serve_stops_cleanly_on_sigterm(loop: Loop) -> None:
+    # Runs last in this module (the fixture's own cleanup then has nothing left to stop).
+    os.killpg(loop.serve.pid, signal.SIGTERM)
+    assert loop.serve.wait(timeout=60) == 0, loop.logs()
+    assert "Stopping." in loop.err.read_text()
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(f"{loop.worker_url}/v1/sites/acme/search", json={"query": "hi"}, timeout=10)

@@ -1,0 +1,128 @@
+"""The chat widget in a real browser, end to end: `helppuff crawl` the Acme site (a real HTTP server on
+loopback) into a fresh knowledge base, allow the Worker's own origin for the site in the local D1,
+`helppuff serve` the Worker on it, and drive the demo page in headless Chromium
+(tests/widget_browser_check.py, in a subprocess: Playwright's sync API cannot run beside this
+process's asyncio reactor). The local cloud has no chat model, so the chat answers extractively.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helppuff_crawl.devserver import DevServerError, find_toolchain
+
+ROOT = Path(__file__).resolve().parent.parent
+HELPPUFF = str(Path(sys.executable).parent / "helppuff")
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOT = Path("/tmp/widget.png")
+READY_ATTEMPTS = 480  # each waits up to 0.5 s on the serve process itself
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _playwright_available() -> bool:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    try:
+        find_toolchain()
+    except DevServerError as exc:
+        pytest.skip(f"{exc} (scripts/test-worker.sh installs it)")
+    if not CHROMIUM.exists() or not _playwright_available():
+        pytest.skip("needs /usr/bin/chromium and Python Playwright (installed with scrapy-playwright)")
+
+    site = serve_site("acme-plumbing")
+    data_dir = tmp_path / "kb"
+    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": ""}
+    crawl = subprocess.run([HELPPUFF, "crawl", site.url, "--site", "acme", "--render-js", "never"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert crawl.returncode == 0, crawl.stderr
+
+    port = _free_port()
+    worker_url = f"http://127.0.0.1:{port}"
+    database = data_dir / "d1" / "helppuff.sqlite3"
+    db = sqlite3.connect(database)
+    try:
+        with db:
+            db.execute("INSERT OR REPLACE INTO site_settings (site, settings, updated_at) VALUES ('acme', ?, ?)",
+                       [json.dumps({"backend": {"allowedOrigins": [worker_url]}}), "2026-01-01T00:00:00Z"])
+    finally:
+        db.close()
+
+    out, err = tmp_path / "serve.out", tmp_path / "serve.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        serve = subprocess.Popen(
+            [HELPPUFF, "serve", "--port", str(port), "--cloud-port", str(_free_port()), "--data-dir", str(data_dir)],
+            cwd=ROOT, env=env, stdout=stdout, stderr=stderr, start_new_session=True,
+        )
+    logs = lambda: f"stdout:\n{out.read_text()}\nstderr:\n{err.read_text()}"  # noqa: E731
+    try:
+        for _ in range(READY_ATTEMPTS):
+            if "Ready." in out.read_text():
+                break
+            try:
+                serve.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                continue
+            pytest.fail(f"helppuff serve exited with {serve.returncode}\n{logs()}")
+        else:
+            pytest.fail(f"helppuff serve was not ready after {READY_ATTEMPTS} polls\n{logs()}")
+
+        check = subprocess.run([sys.executable, str(ROOT / "tests" / "widget_browser_check.py"), worker_url, str(SCREENSHOT)],
+                               cwd=ROOT, capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stderr
+        seen = json.loads(check.stdout.strip().splitlines()[-1])
+        assert "failure" not in seen, f"{seen['failure']}\n{check.stderr}\n{logs()}"
+
+        assert seen["page_errors"] == []
+        assert seen["bubble_label"] == "Open chat: Ask us"
+        assert seen["panel_hidden_before"] is True
+        assert seen["focus_after_open"] == "hp-question"
+        assert seen["expanded_after_open"] == "true"
+        assert seen["panel_hidden_after_escape"] is True
+        assert seen["focus_after_escape"] == "bubble"
+        assert seen["log_aria_live"] == "polite"
+
+        assert seen["answer_text"].startswith("From the site's pages:\n• After-hours call-out: $180")
+        assert f"{site.url}/pricing" in seen["source_links"]
+
+        assert seen["unsure_text"] == "I'm not sure — can we call you back?"
+        assert seen["form_need"] == "do you sell pizza?"
+        assert seen["confirmation"] == ("Thanks, Sam Citizen! I've passed this on to the team at Acme Plumbing, "
+                                        "and someone will get back to you.")
+        assert seen["form_gone"] is True
+        assert seen["error_boxes"] == 0
+        assert SCREENSHOT.stat().st_size > 10_000
+
+        db = sqlite3.connect(database)
+        try:
+            leads = db.execute("SELECT site, name, phone, email, need, source FROM leads").fetchall()
+        finally:
+            db.close()
+        assert leads == [("acme", "Sam Citizen", "0412 345 678", "", "Please call me back about: do you sell pizza?", "chat")]
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGTERM)
+            try:
+                serve.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(serve.pid, signal.SIGKILL)
+                serve.wait()

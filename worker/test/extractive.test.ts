@@ -1,0 +1,250 @@
+/**
+ * The extractive answer (src/chat/extractive.ts): the pure decision, table by table, and the chat
+ * route answering with it when the chat model is missing (code 5007) or `backend.model` is
+ * "extractive", on Miniflare's local D1 with the Acme site seeded.
+ */
+import { env } from "cloudflare:workers";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { backendsFromEnv } from "../src/bindings";
+import type { Passage } from "../src/chunks";
+import { handleChat } from "../src/chat/route";
+import {
+  EXTRACTIVE_LABEL,
+  NOT_SURE,
+  bestSentence,
+  coverage,
+  extractiveAnswer,
+  isModelMissing,
+  sentences,
+  terms,
+} from "../src/chat/extractive";
+import { seedAcme } from "./acme";
+import { FakeVectorize } from "./fakes";
+import { FakeChatModel } from "./fake-model";
+
+function passage(n: number, text: string, extra: Partial<Passage> = {}): Passage {
+  return {
+    n,
+    chunkId: `acme:${n}`,
+    title: "Pricing | Acme Plumbing",
+    headingPath: ["Pricing | Acme Plumbing"],
+    url: `https://acme.com.au/page-${n}`,
+    category: "pricing",
+    text,
+    score: 0.5,
+    ...extra,
+  };
+}
+
+const PRICES = passage(
+  1,
+  "## Call-out fees\n\nThe call-out fee covers travel and the first 30 minutes on site.\n\n| Call-out | Fee | When |\n| --- | --- | --- |\n| Weekdays | $99 | 7am to 6pm |\n| After-hours call-out | $180 | Evenings and weekends |",
+);
+const FAQ = passage(
+  2,
+  "**Are your plumbers licensed?**\n\nYes. Every Acme plumber is licensed with the Victorian Building Authority.",
+  { title: "FAQ | Acme Plumbing", headingPath: ["FAQ | Acme Plumbing"], url: "https://acme.com.au/faq", category: "faq" },
+);
+const DRAINS = passage(3, "We clear **blocked drains** with [high-pressure jetting](/jetting). Tree roots are cut out.", {
+  title: "Blocked Drains | Acme Plumbing",
+  headingPath: ["Blocked Drains | Acme Plumbing"],
+  url: "https://acme.com.au/services/blocked-drains",
+});
+const FACTS = passage(4, "Phone: 03 9123 4567\nEmail: jobs@acmeplumbing.com.au", {
+  title: "Business details",
+  headingPath: ["Business details"],
+  url: "helppuff://facts",
+});
+
+describe("terms", () => {
+  it.each([
+    ["How much is an after-hours call-out?", ["after", "hour", "call", "out"]],
+    ["Do you clear blocked drains?", ["clear", "block", "drain"]],
+    ["What's your phone number", ["phone"]],
+    ["hi", ["hi"]],
+    ["?", []],
+  ])("%s", (text, expected) => {
+    expect(terms(text)).toEqual(expected);
+  });
+});
+
+describe("sentences", () => {
+  it.each([
+    [PRICES.text, [
+      "The call-out fee covers travel and the first 30 minutes on site.",
+      "Call-out: Fee (When).",
+      "Weekdays: $99 (7am to 6pm).",
+      "After-hours call-out: $180 (Evenings and weekends).",
+    ]],
+    [FAQ.text, ["Are your plumbers licensed?", "Yes.", "Every Acme plumber is licensed with the Victorian Building Authority."]],
+    [DRAINS.text, ["We clear blocked drains with high-pressure jetting.", "Tree roots are cut out."]],
+    ["- Gas storage\n- Electric storage\n\n![van](/van.png)", ["Gas storage", "Electric storage"]],
+  ])("%#", (text, expected) => {
+    expect(sentences(text)).toEqual(expected);
+  });
+});
+
+describe("bestSentence and coverage", () => {
+  it.each([
+    ["how much is an after-hours call-out?", PRICES, "After-hours call-out: $180 (Evenings and weekends).", 1],
+    ["are your plumbers licensed", FAQ, "Every Acme plumber is licensed with the Victorian Building Authority.", 1],
+    ["do you clear tree roots?", DRAINS, "Tree roots are cut out.", 1],
+    ["do you sell pizza?", DRAINS, "We clear blocked drains with high-pressure jetting.", 0],
+    ["do you repair cars?", FAQ, "Yes.", 0],
+  ])("%s", (question, p, sentence, share) => {
+    expect(bestSentence(terms(question), p)).toBe(sentence);
+    expect(coverage(terms(question), p)).toBe(share);
+  });
+});
+
+describe("extractiveAnswer", () => {
+  it("quotes the best passages' matching sentences, labelled and cited", () => {
+    expect(extractiveAnswer("How much is an after-hours call-out?", [PRICES, FAQ, DRAINS])).toEqual({
+      kind: "answer",
+      text: `${EXTRACTIVE_LABEL}\n• After-hours call-out: $180 (Evenings and weekends). [1]`,
+      cited: [1],
+    });
+  });
+
+  it("quotes at most two passages, best first, keeping their numbers", () => {
+    const second = passage(7, "Weekend call-outs cost $220; after-hours call-outs on weekdays cost $180.");
+    expect(extractiveAnswer("after-hours call-out price", [second, PRICES, passage(9, "After-hours call-out fees apply.")])).toEqual({
+      kind: "answer",
+      text: `${EXTRACTIVE_LABEL}\n• Weekend call-outs cost $220; after-hours call-outs on weekdays cost $180. [7]\n• After-hours call-out: $180 (Evenings and weekends). [1]`,
+      cited: [7, 1],
+    });
+  });
+
+  it("answers from the facts passage too (its number is cited; Sources leave it out)", () => {
+    expect(extractiveAnswer("what's your phone number?", [FACTS])).toEqual({
+      kind: "answer",
+      text: `${EXTRACTIVE_LABEL}\n• Phone: 03 9123 4567 [4]`,
+      cited: [4],
+    });
+  });
+
+  it.each([
+    ["do you sell pizza?", [PRICES, FAQ, DRAINS]],
+    ["do you repair cars?", [FAQ, DRAINS]], // "repair" alone is half of the question: below 60 %
+    ["how much is a call-out?", []],
+  ])("offers a callback when no passage covers the question: %s", (question, passages) => {
+    expect(extractiveAnswer(question, passages)).toEqual({ kind: "callback", reason: "unsure", need: question });
+  });
+
+  it("treats a callback request as one, whatever the passages", () => {
+    expect(extractiveAnswer("Please call me back about: after-hours call-out", [PRICES])).toEqual({
+      kind: "callback",
+      reason: "asked",
+      need: "Please call me back about: after-hours call-out",
+    });
+  });
+
+  it("says it is not sure, without the offer, when callbacks are off", () => {
+    expect(extractiveAnswer("do you sell pizza?", [DRAINS], { callbackOffered: false })).toEqual({ kind: "unsure", text: "I'm not sure." });
+    expect(extractiveAnswer("call me back please", [], { callbackOffered: false })).toEqual({ kind: "unsure", text: "I'm not sure." });
+  });
+
+  it("cuts a long sentence at a word boundary", () => {
+    const long = passage(5, `Drains ${"and pipes ".repeat(60)}are cleared.`);
+    const plan = extractiveAnswer("drains pipes", [long], { maxSentenceChars: 40 });
+    expect(plan).toEqual({ kind: "answer", text: `${EXTRACTIVE_LABEL}\n• Drains and pipes and pipes and pipes… [5]`, cited: [5] });
+  });
+});
+
+describe("isModelMissing", () => {
+  it.each([
+    ["Workers AI: HTTP 400: 5007: No such model @cf/zai-org/glm-4.7-flash or task", true],
+    ["AiError: 5007: No such model", true],
+    ["3040: Capacity temporarily exceeded", false],
+    ["network connection lost", false],
+  ])("%s", (message, expected) => {
+    expect(isModelMissing(new Error(message))).toBe(expected);
+  });
+});
+
+describe("the chat route without a chat model", () => {
+  const ORIGIN = "https://acme.com.au";
+  let model: FakeChatModel;
+  const vectorize = new FakeVectorize(1024);
+
+  beforeAll(async () => {
+    await seedAcme(env.DB, "acme-x", { vectorize });
+  });
+
+  beforeEach(async () => {
+    model = new FakeChatModel();
+    await env.DB.prepare("DELETE FROM leads").run();
+    await setBackend({});
+  });
+
+  async function setBackend(backend: Record<string, unknown>): Promise<void> {
+    await env.DB.prepare("INSERT OR REPLACE INTO site_settings (site, settings, updated_at) VALUES (?, ?, ?)")
+      .bind("acme-x", JSON.stringify({ backend: { allowedOrigins: [ORIGIN], ...backend } }), "2026-11-20T03:00:00Z")
+      .run();
+  }
+
+  async function ask(question: string, visitor?: Record<string, string>) {
+    const request = new Request("https://helppuff.test/v1/sites/acme-x/chat", {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: ORIGIN },
+      body: JSON.stringify({ messages: [{ role: "user", content: question }], visitor, visitorId: "v-test" }),
+    });
+    const backends = backendsFromEnv({ DB: env.DB, VECTORIZE: vectorize, AI: model });
+    const response = await handleChat(request, "acme-x", { backends, limiters: { visitor: null, site: null }, now: () => new Date("2026-11-24T23:30:00Z") });
+    expect(response.status).toBe(200);
+    const events = (await response.text())
+      .split("\n\n")
+      .filter((block) => block.trim() !== "")
+      .map((block) => {
+        const [name, data] = block.split("\n");
+        return { event: name?.slice(7) ?? "", data: JSON.parse(data?.slice(6) ?? "{}") as Record<string, unknown> };
+      });
+    const text = events.filter((e) => e.event === "delta").map((e) => e.data["text"]).join("");
+    return { events, text, names: events.map((e) => e.event) };
+  }
+
+  it("quotes the passages when the model answers 5007 (No such model)", async () => {
+    model.reply({ fail: "5007: No such model @cf/zai-org/glm-4.7-flash or task" });
+    const { text, names, events } = await ask("How much is a blocked drain?");
+    expect(model.calls).toHaveLength(1);
+    expect(text).toBe(`${EXTRACTIVE_LABEL}\n• Blocked drain clearing from $180.\n• We clear blocked drains, sinks and toilets with high-pressure water jetting, and find broken pipes with a CCTV drain camera.`);
+    expect(names).toEqual(["delta", "delta", "delta", "sources", "done"]);
+    const sources = events.find((e) => e.event === "sources")?.data["sources"] as Array<{ n: number; url: string }>;
+    expect(sources.map((s) => s.n)).toEqual([1, 2]);
+    expect(events.at(-1)?.data).toEqual({ usage: { neurons: 0, inputTokens: 0, outputTokens: 0 }, model: null });
+  });
+
+  it("answers extractively without calling any model when backend.model is \"extractive\"", async () => {
+    await setBackend({ model: "extractive" });
+    const { text } = await ask("How much is a blocked drain?");
+    expect(model.calls).toHaveLength(0);
+    expect(text.startsWith(`${EXTRACTIVE_LABEL}\n• Blocked drain clearing from $180.`)).toBe(true);
+  });
+
+  it("still reports other model failures as an error", async () => {
+    model.reply({ fail: "Capacity temporarily exceeded" });
+    const { names, events } = await ask("How much is a blocked drain?");
+    expect(names).toEqual(["error", "done"]);
+    expect(events[0]?.data["message"]).toMatch(/cannot answer right now/u);
+  });
+
+  it("offers the callback form when nothing matches, then saves the lead from the form's details", async () => {
+    await setBackend({ model: "extractive" });
+    const first = await ask("Do you sell pizza?");
+    expect(first.text).toBe(NOT_SURE);
+    expect(first.events.find((e) => e.event === "callback")?.data).toEqual({ form: true, saved: null, need: "Do you sell pizza?" });
+    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM leads").first<{ n: number }>())?.n).toBe(0);
+
+    const second = await ask("Please call me back about: Do you sell pizza?", { name: "Sam", phone: "0412 345 678" });
+    expect(second.text).toBe("Thanks, Sam! I've passed this on to the team, and someone will get back to you.");
+    expect(second.events.find((e) => e.event === "callback")?.data).toEqual({
+      form: false,
+      saved: { name: "Sam", phone: "0412 345 678", need: "Please call me back about: Do you sell pizza?" },
+      need: "Please call me back about: Do you sell pizza?",
+    });
+    const leads = await env.DB.prepare("SELECT site, name, phone, need, visitor_id, source FROM leads").all();
+    expect(leads.results).toEqual([
+      { site: "acme-x", name: "Sam", phone: "0412 345 678", need: "Please call me back about: Do you sell pizza?", visitor_id: "v-test", source: "chat" },
+    ]);
+  });
+});
