@@ -308,6 +308,16 @@ class StorePipeline:
         self.stats.set_value("helppuff/vectors/written", self.writer.vector_writes)
         self.stats.set_value("helppuff/vectors/deleted", self.writer.vector_deletes)
 
+    def _outcome(self, reason: str) -> tuple[str, str]:
+        """The run's status and reason once the last page is written."""
+        if reason != "finished":
+            return "failed", f"crawl stopped: {reason}"
+        if self.counts["pages_ok"] == 0 and self.home is not None and self.home.status not in _LEARNED:
+            return "failed", f"home page {self.home.status}: {self.home.reason}"
+        if self.counts["pages_found"] == 0:
+            return "failed", "nothing was found to crawl"
+        return "done", reason
+
     async def spider_closed(self, spider: Any, reason: str) -> None:
         if not self.run_id:
             return
@@ -321,14 +331,8 @@ class StorePipeline:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        if status == "failed":
-            pass
-        elif reason != "finished":
-            status, why = "failed", f"crawl stopped: {reason}"
-        elif self.counts["pages_ok"] == 0 and self.home is not None and self.home.status not in _LEARNED:
-            status, why = "failed", f"home page {self.home.status}: {self.home.reason}"
-        elif self.counts["pages_found"] == 0:
-            status, why = "failed", "nothing was found to crawl"
+        if status == "done":
+            status, why = self._outcome(reason)
         stats = {k: v for k, v in self.stats.get_stats().items()
                  if k.startswith(("helppuff/", "downloader/response_status"))}
         try:
