@@ -103,6 +103,7 @@ def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None
 
         assert seen["answer_text"].startswith("From the site's pages:\n• After-hours call-out: $180")
         assert f"{site.url}/pricing" in seen["source_links"]
+        assert "Phone: +61 3 9000 1234" in seen["phone_text"]
 
         assert seen["unsure_text"] == "I'm not sure — can we call you back?"
         assert seen["form_need"] == "do you sell pizza?"

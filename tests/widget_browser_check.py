@@ -22,6 +22,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-c
                  "--no-first-run", "--disable-gpu"]
 ANSWERED = "how much is an after-hours call-out?"
 UNANSWERED = "do you sell pizza?"
+PHONE = "what's your phone number?"
 WAIT_MS = 60_000
 
 
@@ -63,12 +64,19 @@ def check(worker_url: str, screenshot: str) -> dict[str, Any]:
             seen["answer_text"] = answer.evaluate("n => n.firstChild ? n.firstChild.textContent : ''")
             seen["source_links"] = answer.locator(".sources a").evaluate_all("links => links.map(a => a.href)")
 
+            # "What's your number?" is answered from the business details (the facts passage).
+            page.locator("#hp-question").fill(PHONE)
+            page.keyboard.press("Enter")
+            phone = page.locator(".msg.bot", has_text="Phone:")
+            phone.wait_for(timeout=WAIT_MS)
+            seen["phone_text"] = phone.text_content()
+
             # A question it cannot answer: the callback form; submit it with a phone number.
             page.locator("#hp-question").fill(UNANSWERED)
             page.keyboard.press("Enter")
             form = page.locator("form.form")
             form.wait_for(timeout=WAIT_MS)
-            seen["unsure_text"] = page.locator(".msg.bot").nth(2).text_content()
+            seen["unsure_text"] = page.locator(".msg.bot").nth(3).text_content()
             seen["form_need"] = form.locator("textarea").input_value()
             form.locator("input").nth(0).fill("Sam Citizen")
             form.locator("input").nth(1).fill("0412 345 678")
@@ -76,7 +84,7 @@ def check(worker_url: str, screenshot: str) -> dict[str, Any]:
             form.locator("button[type=submit]").click()
             note = page.locator(".msg.note")
             note.wait_for(timeout=WAIT_MS)
-            seen["confirmation"] = page.locator(".msg.bot").nth(3).text_content()
+            seen["confirmation"] = page.locator(".msg.bot").nth(4).text_content()
             seen["note"] = note.text_content()
             seen["form_gone"] = page.locator("form.form").count() == 0
             seen["error_boxes"] = page.locator(".msg.error").count()
