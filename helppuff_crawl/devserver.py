@@ -15,7 +15,9 @@ Env "local" in worker/wrangler.jsonc declares no D1, Vectorize or AI binding, so
 remote and Miniflare's own D1 is not used: the Worker's dev shims (worker/src/dev.ts) call the
 local cloud at HELPPUFF_LOCAL_CLOUD_URL with HELPPUFF_LOCAL_CLOUD_TOKEN, given in an env file
 only this user can read (not on a command line), and so read the very SQLite file the crawl
-wrote. Nothing leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
+wrote. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
+that OpenAI-compatible server (helppuff_crawl.local.chat); without it the Worker's answers are
+extractive. Nothing else leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
 WRANGLER_SEND_METRICS=false, WRANGLER_SEND_ERROR_REPORTS=false, WRANGLER_HIDE_BANNER=true (the
 banner asks npm for a newer wrangler) and no Cloudflare credentials.
 
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Self
 import httpx
 
 if TYPE_CHECKING:
+    from helppuff_crawl.local.chat import ChatServerConfig
     from helppuff_crawl.local.cloud import LocalCloud
     from helppuff_crawl.local.server import LocalCloudServer
 
@@ -83,6 +86,7 @@ class DevOptions:
     database: str = "helppuff"  # D1 database name (HELPPUFF_D1_DATABASE)
     index: str = "helppuff"  # Vectorize index name (HELPPUFF_VECTORIZE_INDEX)
     worker_dir: Path = WORKER_DIR
+    chat: ChatServerConfig | None = None  # an OpenAI-compatible chat server (HELPPUFF_LOCAL_CHAT_URL), or none
 
     def __post_init__(self) -> None:
         for name in ("port", "cloud_port"):
@@ -214,6 +218,8 @@ class DevServer:
         self.stop()
 
     def start(self) -> None:
+        from helppuff_crawl.local.ai import LocalAI
+        from helppuff_crawl.local.chat import OpenAIChat
         from helppuff_crawl.local.cloud import LocalCloud
         from helppuff_crawl.local.server import serve_local_cloud
 
@@ -222,7 +228,8 @@ class DevServer:
             raise DevServerError(f"port {self.options.port} on {LOOPBACK} is in use: pass another --port")
         if self.options.cloud_port and not port_is_free(self.options.cloud_port):
             raise DevServerError(f"port {self.options.cloud_port} on {LOOPBACK} is in use: pass another --cloud-port")
-        self.cloud = cloud = LocalCloud(self.options.data_dir)
+        ai = LocalAI(chat=OpenAIChat(self.options.chat)) if self.options.chat is not None else None
+        self.cloud = cloud = LocalCloud(self.options.data_dir, ai=ai)
         self.token = secrets.token_urlsafe(24)
         self._server, self.cloud_url = serve_local_cloud(cloud, LOOPBACK, self.options.cloud_port, token=self.token)
         self._warmup = threading.Thread(target=self._load_models, args=(cloud,), name="helppuff-warmup", daemon=True)

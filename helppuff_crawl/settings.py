@@ -85,6 +85,10 @@ HELPPUFF_CLOUDFLARE_ACCOUNT_ID = os.environ.get("CLOUDFLARE_ACCOUNT_ID", "")
 HELPPUFF_CLOUDFLARE_API_BASE = os.environ.get("HELPPUFF_CLOUDFLARE_API_BASE", "https://api.cloudflare.com/client/v4")
 # D1 database id (on Cloudflare: the database UUID; locally: the SQLite file's name).
 HELPPUFF_D1_DATABASE = os.environ.get("HELPPUFF_D1_DATABASE", "helppuff")
+# `helppuff serve`: base URL of an OpenAI-compatible chat server (e.g. http://127.0.0.1:11434/v1) for
+# the Worker's chat; "" = extractive answers. Its model name: "" passes the Worker's model id through.
+HELPPUFF_LOCAL_CHAT_URL = os.environ.get("HELPPUFF_LOCAL_CHAT_URL", "")
+HELPPUFF_LOCAL_CHAT_MODEL = os.environ.get("HELPPUFF_LOCAL_CHAT_MODEL", "")
 
 # Vectorize index for the chunks' vectors (one embedding model per index; a namespace per site).
 HELPPUFF_VECTORIZE_INDEX = os.environ.get("HELPPUFF_VECTORIZE_INDEX", "helppuff")

@@ -112,7 +112,8 @@ def test_serve_prints_where_everything_is(loop: Loop) -> None:
     finally:
         db.close()
     assert chunks > 10
-    assert lines[2] == f"Site         acme: {chunks} chunks, @local/all-minilm-l6-v2"
+    assert lines[2] == "Chat model   none: extractive answers (--chat-url URL for an OpenAI-compatible server)"
+    assert lines[3] == f"Site         acme: {chunks} chunks, @local/all-minilm-l6-v2"
 
 
 @pytest.mark.parametrize(

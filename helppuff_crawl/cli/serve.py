@@ -4,7 +4,9 @@ Starts the local cloud on 127.0.0.1 (a random bearer token) and `wrangler dev` w
 dev shims pointed at it (helppuff_crawl.devserver), prints the URLs once the Worker answers, and
 runs until Ctrl-C (or SIGTERM), then stops both. The Worker reads the same SQLite file and vector
 index the crawl wrote. Models the local cloud lacks (the reranker) degrade the answer to fused
-order, and each answer says so in `degraded`.
+order, and each answer says so in `degraded`. Chat answers come from an OpenAI-compatible server
+(llama-server, Ollama) when `--chat-url` or HELPPUFF_LOCAL_CHAT_URL names one, and are extractive
+otherwise.
 
 Exit status: 0 after Ctrl-C, 1 when it could not start or wrangler stopped on its own, 2 for bad input.
 """
@@ -29,6 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--port", type=int, default=8787, help="the Worker's port on 127.0.0.1 (default 8787)")
     parser.add_argument("--cloud-port", type=int, default=0, help="the local cloud's port (default: a free one)")
     parser.add_argument("--data-dir", help="the local knowledge base (default: HELPPUFF_DATA_DIR or .helppuff)")
+    parser.add_argument("--chat-url", help="an OpenAI-compatible chat server's base URL, e.g. "
+                        "http://127.0.0.1:11434/v1 (default: HELPPUFF_LOCAL_CHAT_URL; none: extractive answers)")
+    parser.add_argument("--chat-model", help="the model name to ask that server for (default: "
+                        "HELPPUFF_LOCAL_CHAT_MODEL, else the Workers AI id the Worker asks for)")
     parser.set_defaults(func=run)
 
 
@@ -55,14 +61,18 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.cli.crawl import project_settings
     from helppuff_crawl.devserver import DevOptions, DevServer, DevServerError
+    from helppuff_crawl.local.chat import ChatServerConfig
 
     settings = project_settings()
     data_dir = Path(args.data_dir or settings.get("HELPPUFF_DATA_DIR") or ".helppuff")
     database = str(settings.get("HELPPUFF_D1_DATABASE") or "helppuff")
+    chat_url = str(args.chat_url or settings.get("HELPPUFF_LOCAL_CHAT_URL") or "")
+    chat_model = str(args.chat_model or settings.get("HELPPUFF_LOCAL_CHAT_MODEL") or "")
     try:
+        chat = ChatServerConfig(chat_url, chat_model) if chat_url else None
         options = DevOptions(
             data_dir=data_dir, port=args.port, cloud_port=args.cloud_port, database=database,
-            index=str(settings.get("HELPPUFF_VECTORIZE_INDEX") or "helppuff"),
+            index=str(settings.get("HELPPUFF_VECTORIZE_INDEX") or "helppuff"), chat=chat,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -80,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         sites = _sites(dev.cloud, database)
         print(f"Local cloud  {dev.cloud_url}  (knowledge base: {data_dir})")
         print(f"Worker       {dev.worker_url}  (POST /v1/sites/<site>/search)")
+        if chat is not None:
+            print(f"Chat model   {chat.url}  ({chat.model or 'the model the Worker asks for'})")
+        else:
+            print("Chat model   none: extractive answers (--chat-url URL for an OpenAI-compatible server)")
         for site in sites:
             print(f"Site         {site['site']}: {site['chunks']} chunks, {site['model'] or 'no vectors'}")
         example = sites[0]["site"] if sites else "SITE"

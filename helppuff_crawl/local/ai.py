@@ -10,6 +10,8 @@ One model ships with the project: sentence-transformers' all-MiniLM-L6-v2, bundl
 `prompt_tokens` counts the model's own word pieces of the inputs, with [CLS] and [SEP] once per
 text. Any other model (e.g. @cf/baai/bge-m3, an LLM) is refused the way Workers AI refuses an
 unknown one: HTTP 400, code 5007, "No such model <model> or task". Never a silent substitute.
+Chat models: when a chat server is configured (helppuff_crawl.local.chat, HELPPUFF_LOCAL_CHAT_URL),
+a request with a `messages` list for a model not registered here goes to it; without one, 5007.
 
 Long texts: the model reads at most 256 word pieces (254 of text between [CLS] and [SEP]) and
 silently drops the rest, while a chunk runs to 800 tokens (~3,200 characters). So a longer text is
@@ -33,9 +35,12 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from helppuff_crawl.local.chat import OpenAIChat
 
 logger = logging.getLogger(__name__)
 
@@ -186,14 +191,21 @@ class MiniLMEmbedder:
 
 
 class LocalAI:
-    """Workers AI `run` for the models registered here (by default the bundled sentence model)."""
+    """Workers AI `run` for the models registered here (by default the bundled sentence model),
+    and for chat models when a chat server is given."""
 
-    def __init__(self, models: Mapping[str, LocalModel] | None = None) -> None:
+    def __init__(self, models: Mapping[str, LocalModel] | None = None, chat: OpenAIChat | None = None) -> None:
         self.models: dict[str, LocalModel] = dict(models) if models is not None else {LOCAL_MODEL: MiniLMEmbedder()}
+        self.chat = chat
 
     def run(self, model: str, payload: Any) -> dict[str, Any]:
         """The `result` of POST /ai/run/{model}, or AIError as Workers AI would answer."""
         runner = self.models.get(model)
+        if runner is None and self.chat is not None:
+            from helppuff_crawl.local.chat import is_chat_request
+
+            if is_chat_request(payload):
+                return self.chat.run(model, payload)
         if runner is None:
             raise AIError(400, 5007, f"No such model {model} or task")
         if not isinstance(payload, dict):

@@ -10,7 +10,8 @@ files under a data folder:
 Routes: D1 query/batch, create and list databases; Vectorize v2 indexes (create, list, get, info,
 delete), metadata indexes (create, list), upsert/insert (NDJSON), query, get_by_ids,
 delete_by_ids (helppuff_crawl.local.vectorize); Workers AI `run` for the models this machine
-has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare). The model path is
+has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare), and chat models
+through an OpenAI-compatible server when one is configured (helppuff_crawl.local.chat). The model path is
 taken as sent: an escaped `%40cf%2Fbaai%2Fbge-m3` is an unknown model here as it is there.
 
 The crawler reaches it in-process through `LocalTransport`, so the production client code path
