@@ -28,6 +28,7 @@ from helppuff_crawl.devserver import (
     wrangler_command,
     wrangler_environment,
 )
+from tests.devloop import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPPUFF = str(Path(sys.executable).parent / "helppuff")
@@ -91,12 +92,6 @@ def _search(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([HELPPUFF, "search", *args], cwd=ROOT, capture_output=True, text=True, check=False)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_search_posts_the_query_and_prints_the_passages(stub: StubWorker) -> None:
     result = _search("how much is a call-out?", "--site", "acme", "--url", stub.url + "/")
     assert result.returncode == 0, result.stderr
@@ -148,7 +143,7 @@ def test_search_reports_the_workers_refusal(stub: StubWorker, status: int, body:
 
 
 def test_search_without_a_worker_is_one_clear_line() -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     result = _search("hi", "--site", "acme", "--url", url)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [f"no Worker at {url}: start it with `helppuff serve`"]

@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,18 +19,10 @@ import httpx
 import pytest
 
 from helppuff_crawl.devserver import DevServerError, find_toolchain
+from tests.devloop import HELPPUFF, ROOT, crawl_into, free_port, serving
 
-ROOT = Path(__file__).resolve().parent.parent
-HELPPUFF = str(Path(sys.executable).parent / "helppuff")
-READY_ATTEMPTS = 480  # each waits up to 0.5 s on the serve process itself
 RERANKER_MISSING = ("reranker-failed: @cf/baai/bge-reranker-base: Workers AI: HTTP 400: "
                     "5007: No such model @cf/baai/bge-reranker-base or task; fused order")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -67,39 +57,10 @@ def loop(serve_site, tmp_path_factory) -> Iterator[Loop]:  # type: ignore[no-unt
     server = serve_site("acme-plumbing")
     tmp = tmp_path_factory.mktemp("devloop")
     data_dir = tmp / "kb"
-    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": ""}
-    crawl = subprocess.run([HELPPUFF, "crawl", server.url, "--site", "acme", "--render-js", "never"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    assert crawl.returncode == 0, crawl.stderr
-
-    port = _free_port()
-    out, err = tmp / "serve.out", tmp / "serve.err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        serve = subprocess.Popen(
-            [HELPPUFF, "serve", "--port", str(port), "--cloud-port", str(_free_port()), "--data-dir", str(data_dir)],
-            cwd=ROOT, env=env, stdout=stdout, stderr=stderr, start_new_session=True,
-        )
-    state = Loop(server.url, f"http://127.0.0.1:{port}", data_dir, env, serve, out, err)
-    try:
-        for _ in range(READY_ATTEMPTS):
-            if "Ready." in out.read_text():
-                break
-            try:
-                serve.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                continue
-            pytest.fail(f"helppuff serve exited with {serve.returncode}\n{state.logs()}")
-        else:
-            pytest.fail(f"helppuff serve was not ready after {READY_ATTEMPTS} polls\n{state.logs()}")
-        yield state
-    finally:
-        if serve.poll() is None:
-            os.killpg(serve.pid, signal.SIGTERM)
-            try:
-                serve.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(serve.pid, signal.SIGKILL)
-                serve.wait()
+    env = crawl_into(server.url, data_dir)
+    port = free_port()
+    with serving(data_dir, env, tmp, port) as served:
+        yield Loop(server.url, f"http://127.0.0.1:{port}", data_dir, env, served.process, served.out, served.err)
 
 
 def test_serve_prints_where_everything_is(loop: Loop) -> None:

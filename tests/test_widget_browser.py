@@ -8,9 +8,6 @@ process's asyncio reactor). The local cloud has no chat model, so the chat answe
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,18 +16,10 @@ from pathlib import Path
 import pytest
 
 from helppuff_crawl.devserver import DevServerError, find_toolchain
+from tests.devloop import ROOT, crawl_into, free_port, serving
 
-ROOT = Path(__file__).resolve().parent.parent
-HELPPUFF = str(Path(sys.executable).parent / "helppuff")
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = Path("/tmp/widget.png")
-READY_ATTEMPTS = 480  # each waits up to 0.5 s on the serve process itself
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _playwright_available() -> bool:
@@ -51,12 +40,9 @@ def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None
 
     site = serve_site("acme-plumbing")
     data_dir = tmp_path / "kb"
-    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": ""}
-    crawl = subprocess.run([HELPPUFF, "crawl", site.url, "--site", "acme", "--render-js", "never"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    assert crawl.returncode == 0, crawl.stderr
+    env = crawl_into(site.url, data_dir)
 
-    port = _free_port()
+    port = free_port()
     worker_url = f"http://127.0.0.1:{port}"
     database = data_dir / "d1" / "helppuff.sqlite3"
     db = sqlite3.connect(database)
@@ -67,25 +53,8 @@ def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None
     finally:
         db.close()
 
-    out, err = tmp_path / "serve.out", tmp_path / "serve.err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        serve = subprocess.Popen(
-            [HELPPUFF, "serve", "--port", str(port), "--cloud-port", str(_free_port()), "--data-dir", str(data_dir)],
-            cwd=ROOT, env=env, stdout=stdout, stderr=stderr, start_new_session=True,
-        )
-    logs = lambda: f"stdout:\n{out.read_text()}\nstderr:\n{err.read_text()}"  # noqa: E731
-    try:
-        for _ in range(READY_ATTEMPTS):
-            if "Ready." in out.read_text():
-                break
-            try:
-                serve.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                continue
-            pytest.fail(f"helppuff serve exited with {serve.returncode}\n{logs()}")
-        else:
-            pytest.fail(f"helppuff serve was not ready after {READY_ATTEMPTS} polls\n{logs()}")
-
+    with serving(data_dir, env, tmp_path, port) as served:
+        logs = served.logs
         check = subprocess.run([sys.executable, str(ROOT / "tests" / "widget_browser_check.py"), worker_url, str(SCREENSHOT)],
                                cwd=ROOT, capture_output=True, text=True, check=False)
         assert check.returncode == 0, check.stderr
@@ -119,11 +88,3 @@ def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None
         finally:
             db.close()
         assert leads == [("acme", "Sam Citizen", "0412 345 678", "", "Please call me back about: do you sell pizza?", "chat")]
-    finally:
-        if serve.poll() is None:
-            os.killpg(serve.pid, signal.SIGTERM)
-            try:
-                serve.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(serve.pid, signal.SIGKILL)
-                serve.wait()

@@ -36,29 +36,41 @@ export interface ParsedSettings {
   problems: string[]; // one line per ignored field, naming it
 }
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
-function isObject(value: unknown): value is Json {
+export function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Read the settings JSON text (null when the site has no settings row). */
-export function parseSettings(text: string | null): ParsedSettings {
-  const settings: RetrievalSettings = { ...DEFAULT_SETTINGS };
-  const problems: string[] = [];
+/**
+ * The helppuff.json "backend" object from a site_settings row (a `{"backend": {...}}` wrapper or
+ * the object itself); null with the problem when the text is not a JSON object, and null with
+ * no problem when the site has no settings.
+ */
+export function readBackend(text: string | null): { root: Json; backend: Json | null; problem: string | null } {
   if (text === null || text.trim() === "") {
-    return { settings, problems };
+    return { root: {}, backend: null, problem: null };
   }
   let root: unknown;
   try {
     root = JSON.parse(text);
   } catch {
-    return { settings, problems: ["site settings are not valid JSON; defaults used"] };
+    return { root: {}, backend: null, problem: "site settings are not valid JSON; defaults used" };
   }
   if (!isObject(root)) {
-    return { settings, problems: ["site settings are not a JSON object; defaults used"] };
+    return { root: {}, backend: null, problem: "site settings are not a JSON object; defaults used" };
   }
-  const backend = isObject(root["backend"]) ? root["backend"] : root;
+  return { root, backend: isObject(root["backend"]) ? root["backend"] : root, problem: null };
+}
+
+/** Read the settings JSON text (null when the site has no settings row). */
+export function parseSettings(text: string | null): ParsedSettings {
+  const settings: RetrievalSettings = { ...DEFAULT_SETTINGS };
+  const { backend, problem } = readBackend(text);
+  if (backend === null) {
+    return { settings, problems: problem ? [problem] : [] };
+  }
+  const problems: string[] = [];
   const bad = (field: string, rule: string) => problems.push(`backend.${field} ${rule}; default used`);
 
   if ("model" in backend) {

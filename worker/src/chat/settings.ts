@@ -20,6 +20,8 @@
  * `allowedOrigins` and `allowNoOrigin` may also sit at the top level, next to "backend".
  */
 
+import { type Json, isObject, readBackend } from "../settings";
+
 export interface ChatSettings {
   persona: string;
   model: string;
@@ -60,11 +62,6 @@ export interface ParsedChatSettings {
   problems: string[]; // one line per ignored field, naming it
 }
 
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function fresh(): ChatSettings {
   return { ...DEFAULT_CHAT_SETTINGS, tools: { ...DEFAULT_CHAT_SETTINGS.tools }, allowedOrigins: [] };
@@ -102,20 +99,11 @@ export function originOf(text: string): string | null {
 /** Read the settings JSON text (null when the site has no settings row). */
 export function parseChatSettings(text: string | null): ParsedChatSettings {
   const settings = fresh();
+  const { root, backend, problem } = readBackend(text);
+  if (backend === null) {
+    return { settings, problems: problem ? [problem] : [] };
+  }
   const problems: string[] = [];
-  if (text === null || text.trim() === "") {
-    return { settings, problems };
-  }
-  let root: unknown;
-  try {
-    root = JSON.parse(text);
-  } catch {
-    return { settings, problems: ["site settings are not valid JSON; defaults used"] };
-  }
-  if (!isObject(root)) {
-    return { settings, problems: ["site settings are not a JSON object; defaults used"] };
-  }
-  const backend = isObject(root["backend"]) ? root["backend"] : root;
   const bad = (field: string, rule: string) => problems.push(`backend.${field} ${rule}; default used`);
   const stringField = (field: string, apply: (value: string) => void, check: (value: string) => boolean = () => true) => {
     if (!(field in backend)) return;
