@@ -368,6 +368,22 @@ def test_faq_only_page_with_bold_questions() -> None:
     ]
 
 
+def test_faq_accordion_question_and_answer_in_one_paragraph() -> None:
+    # What text/markdown.py makes of <details><summary>Q?</summary>A</details>: the answer on the
+    # line after the question, no blank line between.
+    md = (
+        "# Questions\n\nAsk away.\n\n**Do you bulk bill?**\nWe bulk bill eligible children.\nAdults pay the fee.\n\n"
+        "**Is parking free?**\nYes, two hours.\n\n**Not a question**\nPlain text."
+    )
+    assert rows(chunk_page(md, FAQ_META)) == [
+        (("FAQ | Acme",), 0, "", False, False, "# Questions\n\nAsk away."),
+        (("FAQ | Acme",), 1, "", True, False,
+         "# Questions\n\n**Do you bulk bill?**\n\nWe bulk bill eligible children.\nAdults pay the fee."),
+        (("FAQ | Acme",), 2, "", True, False,
+         "# Questions\n\n**Is parking free?**\n\nYes, two hours.\n\n**Not a question**\nPlain text."),
+    ]
+
+
 def test_question_headings_count_only_on_faq_pages() -> None:
     md = "## Billing\n\n### Can I pay monthly?\n\nYes.\n\n### Do you take cards?\n\nAll of them."
     faq = chunk_page(md, FAQ_META)

@@ -132,6 +132,15 @@ STRUCTURE = [
         id="price-table-header-and-rows",
     ),
     pytest.param(
+        "<main><table><thead><tr><th>Item</th><th>Fee</th></tr></thead><tbody>"
+        "<tr><th colspan='2'>Preventive</th></tr><tr><td>Scale and clean</td><td>$115</td></tr></tbody>"
+        "<tbody><tr><th colspan='2'>Extractions</th></tr><tr><td>Simple</td><td>$220</td></tr></tbody>"
+        "</table></main>",
+        "| Item | Fee |\n| --- | --- |\n| Preventive | |\n| Scale and clean | $115 |\n| Extractions | |\n"
+        "| Simple | $220 |",
+        id="section-label-rows-inside-the-body-are-rows",
+    ),
+    pytest.param(
         "<main><table><tr><td><h3>Layout</h3><p>Left column.</p></td><td><p>Right column.</p></td></tr>"
         "</table></main>",
         "### Layout\n\nLeft column.\n\nRight column.", id="layout-table-unwrapped",

@@ -46,10 +46,12 @@ body it holds (siblings merged under their parent's path), and its anchor is tha
 FAQs. A question and its answer make exactly one chunk (or several when the answer alone is
 over budget, each repeating the question), never merged with anything. A question is either
 
-* a bold line: a paragraph of one line, `**text**` or `__text__` (with no inner `**`/`__`),
-  whose text ends with "?" or "？", directly followed in the same section by a block that is
-  not such a line. Its answer is every block after it up to the next bold question line, the
-  next heading or the end of the section. A bold question with no answer is ordinary text.
+* a bold line: `**text**` or `__text__` (with no inner `**`/`__`) whose text ends with "?" or
+  "？", as a paragraph of its own or as the first line of a paragraph (the rest of that
+  paragraph is then a block of its own: "**Q?**\nA." is how an FAQ accordion converts),
+  directly followed in the same section by a block that is not such a line. Its answer is every
+  block after it up to the next bold question line, the next heading or the end of the section.
+  A bold question with no answer is ordinary text.
 * a heading whose text ends with "?" or "？" on a page of category "faq", with a body. The whole
   body is the answer (bold lines in it included); its children are sections of their own.
 
@@ -327,8 +329,13 @@ def _parse(lines: list[str], title: str, faq_page: bool) -> list[_Section]:
             j = i + 1
             while j < n and lines[j] and not _starts_block(lines[j]):
                 j += 1
-            text = "\n".join(lines[i:j]).lstrip()
-            blocks.append(_Block("paragraph", [text], question=j == i + 1 and _bold_question(text)))
+            head = lines[i].strip()
+            if j > i + 1 and _bold_question(head):  # "**Question?**" with its answer on the next lines
+                blocks.append(_Block("paragraph", [head], question=True))
+                blocks.append(_Block("paragraph", ["\n".join(lines[i + 1 : j]).lstrip()]))
+            else:
+                text = "\n".join(lines[i:j]).lstrip()
+                blocks.append(_Block("paragraph", [text], question=j == i + 1 and _bold_question(text)))
             i = j
     return sections
 

@@ -640,6 +640,9 @@ def _remove_unkept(root: lxml.html.HtmlElement, kept: set[lxml.html.HtmlElement]
 # -- Markdown ------------------------------------------------------------------------------------------------
 
 
+_SEPARATOR_LINE = re.compile(r"^\|(?: --- \|)+\n", re.MULTILINE)
+
+
 class _Converter(MarkdownConverter):
     """markdownify with the project's conventions (see `Extracted.markdown`)."""
 
@@ -661,6 +664,16 @@ class _Converter(MarkdownConverter):
 
     def convert_th(self, el, text, parent_tags):  # type: ignore[no-untyped-def]
         return super().convert_th(el, text.replace("|", "\\|"), parent_tags)
+
+    def convert_tr(self, el, text, parent_tags):  # type: ignore[no-untyped-def]
+        row = super().convert_tr(el, text, parent_tags)
+        table = el.find_parent("table")
+        if table is not None and table.find("tr") is not el:
+            # Only a table's first row heads it. markdownify also underlines an all-<th> row that
+            # opens a <tbody> (a section label such as "Preventive"); a second separator line would
+            # be read as a data row of dashes.
+            row = _SEPARATOR_LINE.sub("", row)
+        return row
 
     def convert_div(self, el, text, parent_tags):  # type: ignore[no-untyped-def]
         role = el.get(_FAQ_ATTR)
