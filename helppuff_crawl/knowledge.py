@@ -90,6 +90,17 @@ _PAGE_DEFAULTS: dict[str, Any] = {
     "http_status": None, "final_url": "", "redirects": [], "rendered": 0, "title": "", "description": "",
     "markdown": "", "content_hash": "", "fetched_at": None, "retry_count": 0, "next_retry_at": None, "run_id": "",
 }
+# Days a usage addition's key is kept: longer than any retry of its request can take.
+USAGE_KEY_DAYS = 2
+
+_ADD_USAGE = (
+    "INSERT INTO usage_daily (day, site, kind, model, calls, input_tokens, output_tokens, neurons) "
+    "SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM usage_writes WHERE id = ?) "
+    "ON CONFLICT (day, site, kind, model) DO UPDATE SET "
+    "calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input_tokens, "
+    "output_tokens = output_tokens + excluded.output_tokens, neurons = neurons + excluded.neurons"
+)
+
 _RUN_STATS = ("pages_found", "pages_ticked", "pages_ok", "pages_failed")
 
 
@@ -229,17 +240,23 @@ class KnowledgeBase:
             [site],
         )
 
-    async def add_usage(self, site: str, kind: str, model: str, calls: int, input_tokens: int,
-                        output_tokens: int, neurons: float) -> None:
-        """Add to today's usage row (UTC day)."""
-        await self.client.d1_query(
-            self.database,
-            "INSERT INTO usage_daily (day, site, kind, model, calls, input_tokens, output_tokens, neurons) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, site, kind, model) DO UPDATE SET "
-            "calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input_tokens, "
-            "output_tokens = output_tokens + excluded.output_tokens, neurons = neurons + excluded.neurons",
-            [utc_now().strftime("%Y-%m-%d"), site, kind, model, calls, input_tokens, output_tokens, neurons],
-        )
+    async def add_usage(self, key: str, site: str, kind: str, model: str, calls: int, input_tokens: int,
+                        output_tokens: int, neurons: float) -> bool:
+        """Add to today's usage row (UTC day), once per `key`; False when the key was already added.
+
+        The addition and its key are one batch (one transaction), so a retried request whose first
+        answer was lost adds nothing the second time. Keys older than USAGE_KEY_DAYS are pruned.
+        """
+        now = utc_now()
+        day = now.strftime("%Y-%m-%d")
+        oldest = (now - timedelta(days=USAGE_KEY_DAYS)).strftime("%Y-%m-%d")
+        results = await self.client.d1_batch(self.database, [
+            (_ADD_USAGE, [day, site, kind, model, calls, input_tokens, output_tokens, neurons, key]),
+            ("INSERT INTO usage_writes (id, day) VALUES (?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",
+             [key, day]),
+            ("DELETE FROM usage_writes WHERE day < ?", [oldest]),
+        ])
+        return bool(results[1])
 
     async def status_counts(self, site: str | None = None) -> list[dict[str, Any]]:
         where, params = ("WHERE site = ?", [site]) if site else ("", [])

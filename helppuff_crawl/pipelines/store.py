@@ -300,7 +300,7 @@ class StorePipeline:
         self.stats.set_value("helppuff/store/removed_pages", removed)
         # The day's embedding use, priced in neurons.
         if self.embedder.calls:
-            await self.kb.add_usage(site, "embed", self.config.model, self.embedder.calls,
+            await self.kb.add_usage(f"{self.run_id}:embed", site, "embed", self.config.model, self.embedder.calls,
                                     self.embedder.prompt_tokens, 0,
                                     neurons(self.config.model, self.embedder.prompt_tokens))
         self.stats.set_value("helppuff/embed/calls", self.embedder.calls)
