@@ -11,13 +11,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from helppuff_crawl.text.facts import Facts, facts_passage
+from helppuff_crawl.text.facts import Facts, Location, facts_passage, week_from_json
 
 FACTS_URL = "helppuff://facts"  # the facts passage's page URL in `chunks`
 FACTS_TITLE = "Business details"
 SITE_BLOCKS_KEY = "_site_blocks"  # furniture with contact details/hours, kept once with the facts
 FACT_KEYS = ("name", "telephone", "email", "address", "hours", "areas", "price_range", "phones", "emails",
-             "description")
+             "description", "locations")
 _LABELS = {"hours": "Opening hours"}
 
 
@@ -50,7 +50,9 @@ def passage(rows: Iterable[Mapping[str, Any]], site_blocks: Sequence[str] = (), 
         elif key in ("phones", "emails", "areas") and isinstance(value, list):
             setattr(facts, key, [str(v) for v in value])
         elif key == "hours" and isinstance(value, dict):
-            facts.hours = {day: [tuple(span) for span in spans] for day, spans in value.items()}
+            facts.hours = week_from_json(value)
+        elif key == "locations" and isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            facts.locations = [Location.from_dict(v) for v in value if v.get("address")]
         elif key in ("name", "telephone", "email", "address", "price_range") and isinstance(value, str):
             setattr(facts, key, value)
         elif key != "description":
@@ -64,3 +66,4 @@ def passage(rows: Iterable[Mapping[str, Any]], site_blocks: Sequence[str] = (), 
     if blocks:
         text = (text or f"# {FACTS_TITLE}") + "\n\n" + "\n\n".join(dict.fromkeys(blocks))
     return text
+

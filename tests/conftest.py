@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,3 +74,15 @@ def make_crawler(settings: Any) -> Any:
     from helppuff_crawl.spiders.site import SiteSpider
 
     return CrawlerRunner(settings).create_crawler(SiteSpider)
+
+
+def kb_rows(kb: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
+    """Rows of a query on the local knowledge base in folder `kb` (its D1 SQLite file), as dicts."""
+    import sqlite3
+
+    conn = sqlite3.connect(kb / "d1" / "helppuff.sqlite3")
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute(sql, params)]
+    finally:
+        conn.close()

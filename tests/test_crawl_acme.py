@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +12,9 @@ import pytest
 import pytest_twisted
 from scrapy import signals
 
-from tests.conftest import make_crawler, project_settings
+from tests.conftest import kb_rows, make_crawler, project_settings
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def _rows(tmp_path: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3")
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
 
 
 @pytest_twisted.async_fixture(scope="module")
@@ -47,7 +37,7 @@ async def acme_crawl(serve_site, tmp_path_factory):  # type: ignore[no-untyped-d
 
 def test_the_run_is_recorded_done(acme_crawl) -> None:  # type: ignore[no-untyped-def]
     server, tmp_path, stats, items = acme_crawl
-    runs = _rows(tmp_path, "SELECT * FROM crawl_runs")
+    runs = kb_rows(tmp_path / "kb", "SELECT * FROM crawl_runs")
     assert len(runs) == 1
     run = runs[0]
     assert run["status"] == "done", run["reason"]
@@ -58,7 +48,7 @@ def test_the_run_is_recorded_done(acme_crawl) -> None:  # type: ignore[no-untype
 
 def test_every_page_has_the_expected_status_and_reason(acme_crawl) -> None:  # type: ignore[no-untyped-def]
     server, tmp_path, stats, items = acme_crawl
-    pages = {r["url"].removeprefix(server.url): r for r in _rows(tmp_path, "SELECT * FROM pages WHERE site = 'acme'")}
+    pages = {r["url"].removeprefix(server.url): r for r in kb_rows(tmp_path / "kb", "SELECT * FROM pages WHERE site = 'acme'")}
     expected = {
         "": ("ok", "home"),
         "/services": ("ok", "service"),
@@ -123,7 +113,7 @@ def test_every_page_has_the_expected_status_and_reason(acme_crawl) -> None:  # t
 
 def test_files_account_screens_and_other_sites_are_not_pages(acme_crawl) -> None:  # type: ignore[no-untyped-def]
     server, tmp_path, stats, items = acme_crawl
-    urls = {r["url"] for r in _rows(tmp_path, "SELECT url FROM pages")}
+    urls = {r["url"] for r in kb_rows(tmp_path / "kb", "SELECT url FROM pages")}
     for absent in ("/brochure.pdf", "/cart", "/wp-admin"):
         assert server.url + absent not in urls
     assert not any("acmeplumbing.example" in u or "localhost" in u or "example.org" in u for u in urls)
@@ -141,7 +131,7 @@ def test_one_item_per_page_and_no_page_fetched_twice(acme_crawl) -> None:  # typ
 def test_markdown_is_free_of_site_furniture_and_keeps_structure(acme_crawl) -> None:  # type: ignore[no-untyped-def]
     server, tmp_path, stats, items = acme_crawl
     pages = {r["url"].removeprefix(server.url): r["markdown"]
-             for r in _rows(tmp_path, "SELECT url, markdown FROM pages WHERE status = 'ok'")}
+             for r in kb_rows(tmp_path / "kb", "SELECT url, markdown FROM pages WHERE status = 'ok'")}
     for path, markdown in pages.items():
         assert "Acme Plumbing Pty Ltd" not in markdown, path  # the footer
         assert "We use cookies" not in markdown, path  # the consent banner
@@ -159,34 +149,34 @@ def test_markdown_is_free_of_site_furniture_and_keeps_structure(acme_crawl) -> N
 
 def test_facts_and_the_facts_passage(acme_crawl) -> None:  # type: ignore[no-untyped-def]
     server, tmp_path, stats, items = acme_crawl
-    facts = {r["key"]: (json.loads(r["value"]), r["source"]) for r in _rows(tmp_path, "SELECT * FROM facts")}
+    facts = {r["key"]: (json.loads(r["value"]), r["source"]) for r in kb_rows(tmp_path / "kb", "SELECT * FROM facts")}
     assert facts["name"] == ("Acme Plumbing", "crawl")
     assert facts["telephone"][0] == "+61 3 9000 1234"
     assert facts["email"][0] == "hello@acmeplumbing.example"
     assert facts["address"][0] == "12 Example Street, Richmond, VIC, 3121, AU"
     assert facts["hours"][0]["Saturday"] == [["08:00", "12:00"]] and facts["hours"][0]["Sunday"] == []
     assert facts["areas"][0] == ["Richmond", "Carlton", "Fitzroy"]
-    (passage,) = _rows(tmp_path, "SELECT * FROM chunks WHERE url = 'helppuff://facts'")
+    (passage,) = kb_rows(tmp_path / "kb", "SELECT * FROM chunks WHERE url = 'helppuff://facts'")
     assert "+61 3 9000 1234" in passage["text"] and "| Saturday | 08:00-12:00 |" in passage["text"]
-    everything = " ".join(r["text"] for r in _rows(tmp_path, "SELECT text FROM chunks"))
+    everything = " ".join(r["text"] for r in kb_rows(tmp_path / "kb", "SELECT text FROM chunks"))
     assert everything.count("Call us on 03 9000 1234. Open Monday") == 1  # kept once, with the facts
 
 
 def test_chunks_and_vectors_agree(acme_crawl) -> None:  # type: ignore[no-untyped-def]
     server, tmp_path, stats, items = acme_crawl
-    chunks = _rows(tmp_path, "SELECT id, url, heading_path, prefix FROM chunks")
-    manifest = {r["id"]: r for r in _rows(tmp_path, "SELECT * FROM vectors")}
+    chunks = kb_rows(tmp_path / "kb", "SELECT id, url, heading_path, prefix FROM chunks")
+    manifest = {r["id"]: r for r in kb_rows(tmp_path / "kb", "SELECT * FROM vectors")}
     assert chunks and {c["id"] for c in chunks} == set(manifest)
     assert all(m["state"] == "live" and m["model"] == "@local/all-minilm-l6-v2" and m["namespace"] == "acme"
                for m in manifest.values())
     for chunk in chunks:
         assert len(chunk["id"]) == 40 and chunk["prefix"].startswith("Page: ")
-    hits = _rows(tmp_path, "SELECT c.url FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+    hits = kb_rows(tmp_path / "kb", "SELECT c.url FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
                            "WHERE chunks_fts MATCH ?", '"backflow"')
     assert [h["url"] for h in hits] == [server.url + "/services"]
-    (site_index,) = _rows(tmp_path, "SELECT * FROM site_index")
+    (site_index,) = kb_rows(tmp_path / "kb", "SELECT * FROM site_index")
     assert (site_index["model"], site_index["dimensions"], site_index["namespace"]) == ("@local/all-minilm-l6-v2", 384, "acme")
-    (usage,) = _rows(tmp_path, "SELECT * FROM usage_daily")
+    (usage,) = kb_rows(tmp_path / "kb", "SELECT * FROM usage_daily")
     assert usage["kind"] == "embed" and usage["calls"] == stats["helppuff/embed/calls"] >= 1
     assert stats["helppuff/vectors/written"] == len(chunks)
 
@@ -217,7 +207,7 @@ def test_an_unchanged_recrawl_embeds_nothing(acme_crawl):  # type: ignore[no-unt
     assert stats.get("helppuff/embed/calls", 0) == 0
     assert stats.get("helppuff/vectors/written", 0) == 0 and stats.get("helppuff/vectors/deleted", 0) == 0
     assert stats["helppuff/store/unchanged"] == first_stats["helppuff/store/status/ok"]
-    runs = _rows(tmp_path, "SELECT status FROM crawl_runs ORDER BY started_at")
+    runs = kb_rows(tmp_path / "kb", "SELECT status FROM crawl_runs ORDER BY started_at")
     assert [r["status"] for r in runs] == ["done", "done"]
 
 
@@ -226,14 +216,14 @@ def test_pages_unticked_later_leave_the_knowledge_base(acme_crawl):  # type: ign
     # After the unchanged recrawl: the operator now excludes the pricing page.
     server, tmp_path, first_stats, items = acme_crawl
     pricing = server.url + "/pricing"
-    before = _rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", pricing)
+    before = kb_rows(tmp_path / "kb", "SELECT id FROM chunks WHERE url = ?", pricing)
     assert before
     crawler = make_crawler(project_settings(tmp_path))
     yield crawler.crawl(url=server.url, site="acme", exclude="**/pricing")
-    (row,) = _rows(tmp_path, "SELECT status, ticked, tick_reason FROM pages WHERE url = ?", pricing)
+    (row,) = kb_rows(tmp_path / "kb", "SELECT status, ticked, tick_reason FROM pages WHERE url = ?", pricing)
     assert (row["status"], row["ticked"], row["tick_reason"]) == ("unticked", 0, "exclude glob '**/pricing'")
-    assert _rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", pricing) == []
+    assert kb_rows(tmp_path / "kb", "SELECT id FROM chunks WHERE url = ?", pricing) == []
     gone = {r["id"] for r in before}
-    assert not gone & {r["id"] for r in _rows(tmp_path, "SELECT id FROM vectors")}
+    assert not gone & {r["id"] for r in kb_rows(tmp_path / "kb", "SELECT id FROM vectors")}
     assert crawler.stats.get_value("helppuff/store/removed_pages") == 1
     assert crawler.stats.get_value("helppuff/vectors/deleted") == len(before)

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.text.facts import DAYS, Facts, extract_facts, facts_passage, merge_facts
+from helppuff_crawl.text.facts import (
+    DAYS,
+    Facts,
+    Location,
+    extract_facts,
+    facts_passage,
+    merge_facts,
+    week_text,
+)
 
 
 def _jsonld(*blocks: Any) -> str:
@@ -69,6 +77,54 @@ def test_gaps_are_filled_from_the_other_business_entities() -> None:
     facts = extract_facts(_jsonld({"@type": "Plumber", "name": "Acme"},
                                   {"@type": "Organization", "name": "Acme Group", "telephone": "1300 000 000"}))
     assert (facts.name, facts.telephone) == ("Acme", "1300 000 000")
+
+
+CLINIC = {
+    "@context": "https://schema.org", "@type": "Dentist", "name": "Northside Dental", "telephone": "07 3350 4120",
+    "address": {"@type": "PostalAddress", "streetAddress": "812 Gympie Rd", "addressLocality": "Chermside"},
+    "openingHours": "Mo-Fr 08:00-18:00",
+    "department": [
+        {"@type": "Dentist", "name": "Northside Dental Aspley", "telephone": "07 3263 8810",
+         "address": {"@type": "PostalAddress", "streetAddress": "1401 Albany Creek Rd", "addressLocality": "Aspley"},
+         "openingHours": ["Mo-We 08:00-17:30", "Th 08:00-19:00"]},
+        {"@type": "MedicalClinic", "name": "Same place", "address": "812 Gympie Rd, CHERMSIDE", "telephone": "1300"},
+    ],
+}
+
+
+def test_a_second_location_is_kept_apart() -> None:
+    facts = extract_facts(_jsonld(CLINIC))
+    assert (facts.name, facts.telephone, facts.address) == ("Northside Dental", "07 3350 4120", "812 Gympie Rd, Chermside")
+    assert facts.hours == _week(**{day: [("08:00", "18:00")] for day in DAYS[:5]})  # not Aspley's
+    assert facts.locations == [Location(
+        name="Northside Dental Aspley", address="1401 Albany Creek Rd, Aspley", telephone="07 3263 8810",
+        hours=_week(**{day: [("08:00", "17:30")] for day in DAYS[:3]}, Thursday=[("08:00", "19:00")]),
+    )]
+    assert json.loads(json.dumps(facts.as_dict()))["locations"][0]["hours"]["Thursday"] == [["08:00", "19:00"]]
+
+
+def test_locations_merge_by_address() -> None:
+    aspley = Location(name="Aspley", address="1401 Albany Creek Rd, Aspley")
+    home = Facts(address="812 Gympie Rd", locations=[aspley])
+    page = Facts(locations=[Location(address="1401 ALBANY CREEK RD ASPLEY", telephone="07 3263 8810"),
+                            Location(name="Main", address="812 Gympie Rd.")])
+    merged = merge_facts([home, page])
+    assert merged.locations == [Location(name="Aspley", address="1401 Albany Creek Rd, Aspley", telephone="07 3263 8810")]
+    assert home.locations == [aspley] and aspley.telephone == ""  # the pages' facts are left as they were
+
+
+@pytest.mark.parametrize(
+    ("hours", "line"),
+    [
+        (_week(**{day: [("08:00", "17:30")] for day in DAYS[:3]}, Thursday=[("08:00", "19:00")]),
+         "Monday-Wednesday 08:00-17:30, Thursday 08:00-19:00, Friday-Sunday closed"),
+        (_week(Saturday=[("09:00", "12:00"), ("13:00", "15:00")]),
+         "Monday-Friday closed, Saturday 09:00-12:00 and 13:00-15:00, Sunday closed"),
+        ({day: [("00:00", "24:00")] for day in DAYS}, "Monday-Sunday 00:00-24:00"),
+    ],
+)
+def test_week_text(hours: dict[str, list[tuple[str, str]]], line: str) -> None:
+    assert week_text(hours) == line
 
 
 @pytest.mark.parametrize(
@@ -294,6 +350,23 @@ def test_facts_passage() -> None:
     )
 
 
+def test_facts_passage_names_where_the_hours_are_and_the_other_locations() -> None:
+    facts = extract_facts(_jsonld(CLINIC))
+    assert facts_passage(facts) == (
+        "# Business details\n\n"
+        "- Name: Northside Dental\n"
+        "- Phone: 07 3350 4120\n"
+        "- Address: 812 Gympie Rd, Chermside\n\n"
+        "Opening hours at 812 Gympie Rd, Chermside:\n\n"
+        "| Day | Hours |\n| --- | --- |\n"
+        "| Monday | 08:00-18:00 |\n| Tuesday | 08:00-18:00 |\n| Wednesday | 08:00-18:00 |\n"
+        "| Thursday | 08:00-18:00 |\n| Friday | 08:00-18:00 |\n| Saturday | Closed |\n| Sunday | Closed |\n\n"
+        "Other locations:\n\n"
+        "- Northside Dental Aspley: 1401 Albany Creek Rd, Aspley; phone 07 3263 8810; "
+        "hours Monday-Wednesday 08:00-17:30, Thursday 08:00-19:00, Friday-Sunday closed"
+    )
+
+
 @pytest.mark.parametrize(
     ("facts", "site_name", "passage"),
     [
@@ -305,3 +378,17 @@ def test_facts_passage() -> None:
 )
 def test_facts_passage_has_only_lines_with_values(facts: Facts, site_name: str, passage: str) -> None:
     assert facts_passage(facts, site_name) == passage
+
+
+def test_from_dict_round_trips_as_dict() -> None:
+    for facts in (extract_facts(_jsonld(CLINIC)), extract_facts(_jsonld(PLUMBER, {"@type": "FAQPage", "mainEntity": {
+            "@type": "Question", "name": "Q?", "acceptedAnswer": {"text": "A."}}}))):
+        assert Facts.from_dict(json.loads(json.dumps(facts.as_dict()))) == facts
+
+
+def test_from_dict_leaves_odd_values_out() -> None:
+    data = {"name": 3, "telephone": "07 1234", "hours": [1], "faq": [["Q?"], ["Q?", "A."]], "areas": "Kew",
+            "locations": [{"name": "No address"}, "text", {"address": "5 Lutwyche Rd", "hours": {"Monday": [["a"]]}}],
+            "unknown": "ignored"}
+    assert Facts.from_dict(data) == Facts(telephone="07 1234", faq=[("Q?", "A.")],
+                                          locations=[Location(address="5 Lutwyche Rd", hours={"Monday": []})])

@@ -224,7 +224,7 @@ class StorePipeline:
             self._done(item, "failed")
 
     def _collect_facts(self, item: Page) -> None:
-        facts = Facts(**{k: v for k, v in item.facts.items() if k in Facts.__dataclass_fields__})
+        facts = Facts.from_dict(item.facts)
         facts.hours = {day: [tuple(span) for span in spans] for day, spans in facts.hours.items()}
         rank = _FACTS_FIRST.index(item.category) if item.category in _FACTS_FIRST else len(_FACTS_FIRST)
         self._facts.append((rank, item.url, facts))

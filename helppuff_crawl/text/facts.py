@@ -9,7 +9,10 @@
   publisher or provider); gaps are filled from the other business entities. From it: name,
   telephone, email, address (a PostalAddress as one line, or a plain string), opening hours
   (openingHours strings and openingHoursSpecification) as a weekly table, areas served and
-  price range. FAQPage entities add their question/answer pairs (HTML answers as text).
+  price range. A LocalBusiness-kin entity at another address (a second clinic, a branch, often
+  nested as a `department`) is another location: its name, address, telephone and hours are kept
+  as such, never mixed into the business's own. FAQPage entities add their question/answer pairs
+  (HTML answers as text).
 - tel: and mailto: links (digits and "+" kept; the address only, lower-cased) and the meta
   description.
 
@@ -25,7 +28,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from copy import deepcopy
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -34,11 +38,49 @@ import extruct
 import lxml.html
 from lxml import etree
 
-from helppuff_crawl.text.markdown import block_text, collapse, decode_html, meta_description, parse_html
+from helppuff_crawl.text.markdown import (
+    block_text,
+    collapse,
+    decode_html,
+    meta_description,
+    parse_html,
+)
 
 logger = logging.getLogger(__name__)
 
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+Week = dict[str, list[tuple[str, str]]]  # day -> [("08:00", "17:00")]; all 7 days or none
+
+
+@dataclass
+class Location:
+    """Another place of the business (a branch): what a visitor needs to find and call it."""
+
+    name: str = ""
+    address: str = ""
+    telephone: str = ""
+    hours: Week = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["hours"] = {day: [list(span) for span in spans] for day, spans in self.hours.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Location:
+        """From `as_dict` (or a stored value); odd values are left out."""
+        text = {key: data[key] if isinstance(data.get(key), str) else "" for key in ("name", "address", "telephone")}
+        return cls(**text, hours=week_from_json(data.get("hours")))
+
+
+def week_from_json(value: Any) -> Week:
+    """{day: [[opens, closes]]} (JSON) as a Week; anything else is an empty one."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(day): [(str(span[0]), str(span[1])) for span in spans if isinstance(span, list | tuple) and len(span) == 2]
+            for day, spans in value.items() if isinstance(spans, list)}
 
 
 @dataclass
@@ -47,13 +89,14 @@ class Facts:
     telephone: str = ""  # as written in the structured data
     email: str = ""  # lower-cased
     address: str = ""  # one line: street, locality, region, postcode, country
-    hours: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # day -> [("08:00", "17:00")]; all 7 or none
+    hours: Week = field(default_factory=dict)
     areas: list[str] = field(default_factory=list)  # areas served, as written
     price_range: str = ""
     phones: list[str] = field(default_factory=list)  # tel: links, digits and a leading "+"
     emails: list[str] = field(default_factory=list)  # mailto: links, the address only, lower-cased
     description: str = ""  # meta description, else og:description
     faq: list[tuple[str, str]] = field(default_factory=list)  # FAQPage (question, answer) pairs
+    locations: list[Location] = field(default_factory=list)  # other places of the business
     problems: list[str] = field(default_factory=list)  # what was skipped and why
 
     def as_dict(self) -> dict[str, Any]:
@@ -61,7 +104,23 @@ class Facts:
         data = asdict(self)
         data["hours"] = {day: [list(span) for span in spans] for day, spans in self.hours.items()}
         data["faq"] = [list(pair) for pair in self.faq]
+        data["locations"] = [location.as_dict() for location in self.locations]
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Facts:
+        """From `as_dict` (what a crawled page item carries); unknown keys are ignored."""
+        facts = cls(**{key: data[key] for key in ("name", "telephone", "email", "address", "price_range",
+                                                   "description") if isinstance(data.get(key), str)})
+        for key in ("areas", "phones", "emails", "problems"):
+            if isinstance(data.get(key), list):
+                setattr(facts, key, [str(value) for value in data[key]])
+        facts.hours = week_from_json(data.get("hours"))
+        facts.faq = [(str(pair[0]), str(pair[1])) for pair in data.get("faq") or []
+                     if isinstance(pair, list | tuple) and len(pair) == 2]
+        facts.locations = [Location.from_dict(value) for value in data.get("locations") or []
+                           if isinstance(value, Mapping) and value.get("address")]
+        return facts
 
 
 # -- types ---------------------------------------------------------------------------------------------------
@@ -151,7 +210,11 @@ def extract_facts(html: str | bytes, url: str = "") -> Facts:
     nodes = list(_known_nodes(items, problems))
     businesses = sorted((node for node in nodes if _rank(_types(node))), key=lambda n: -_rank(_types(n)))
     for node in businesses:
-        _fill(facts, node, problems)
+        address = _address(node.get("address"), problems) if facts.address else ""
+        if address and _rank(_types(node)) == 2 and _place_key(address) != _place_key(facts.address):
+            _add_location(facts, _location(node, address, problems))
+        else:
+            _fill(facts, node, problems)
     for node in nodes:
         if "faqpage" in (t.lower() for t in _types(node)):
             for pair in _faq(node, problems):
@@ -309,6 +372,34 @@ def _fill(facts: Facts, node: dict[str, Any], problems: list[str]) -> None:
         facts.areas = _areas(node.get("areaServed") or node.get("serviceArea"), problems)
     if not facts.price_range:
         facts.price_range = _text(node.get("priceRange"), "priceRange", problems)
+
+
+def _location(node: dict[str, Any], address: str, problems: list[str]) -> Location:
+    return Location(
+        name=_text(node.get("name") or node.get("legalName"), "name", problems),
+        address=address,
+        telephone=_text(node.get("telephone"), "telephone", problems),
+        hours=_hours(node, problems),
+    )
+
+
+def _place_key(address: str) -> str:
+    """Addresses compared without case, punctuation or spacing."""
+    return re.sub(r"[\W_]+", "", address.lower())
+
+
+def _add_location(facts: Facts, location: Location) -> None:
+    """Add a location unless its address is the business's own or already listed (then fill its gaps)."""
+    key = _place_key(location.address)
+    if not key or key == _place_key(facts.address):
+        return
+    for known in facts.locations:
+        if _place_key(known.address) == key:
+            known.name = known.name or location.name
+            known.telephone = known.telephone or location.telephone
+            known.hours = known.hours or location.hours
+            return
+    facts.locations.append(location)
 
 
 _ADDRESS_PARTS = ("streetAddress", "addressLocality", "addressRegion", "postalCode", "addressCountry")
@@ -528,6 +619,9 @@ def merge_facts(facts: Sequence[Facts]) -> Facts:
         for name in ("areas", "phones", "emails", "faq", "problems"):
             values = getattr(merged, name)
             values.extend(value for value in getattr(page, name) if value not in values)
+    for page in facts:  # once the business's own address is known
+        for location in page.locations:
+            _add_location(merged, deepcopy(location))
     return merged
 
 
@@ -549,7 +643,7 @@ def facts_passage(facts: Facts, site_name: str = "") -> str:
         lines.append(f"- Areas served: {', '.join(facts.areas)}")
     if facts.price_range:
         lines.append(f"- Price range: {facts.price_range}")
-    if not lines and not facts.hours:
+    if not lines and not facts.hours and not facts.locations:
         return ""
     parts = ["# Business details", "\n".join(lines)] if lines else ["# Business details"]
     if facts.hours:
@@ -558,8 +652,36 @@ def facts_passage(facts: Facts, site_name: str = "") -> str:
         for day in DAYS:
             spans = facts.hours.get(day, [])
             rows.append(f"| {day} | {', '.join(f'{a}-{b}' for a, b in spans) if spans else 'Closed'} |")
-        parts += ["Opening hours:", "\n".join(rows)]
+        where = f" at {facts.address}" if facts.locations and facts.address else ""
+        parts += [f"Opening hours{where}:", "\n".join(rows)]
+    if facts.locations:
+        parts += ["Other locations:", "\n".join(_location_line(location) for location in facts.locations)]
     return "\n\n".join(parts)
+
+
+def _location_line(location: Location) -> str:
+    """ "- Aspley: 1 Main Rd, Aspley; phone 07 3263 8810; hours Monday-Friday 08:00-17:30, ..." """
+    details = [location.address]
+    if location.telephone:
+        details.append(f"phone {location.telephone}")
+    if location.hours:
+        details.append(f"hours {week_text(location.hours)}")
+    head = f"{location.name}: " if location.name else ""
+    return f"- {head}{'; '.join(details)}"
+
+
+def week_text(hours: Week) -> str:
+    """A week on one line, runs of days with the same hours together:
+    "Monday-Wednesday 08:00-17:30, Thursday 08:00-20:00, Friday 08:00-17:30, Saturday-Sunday closed"."""
+    runs: list[tuple[str, str, str]] = []  # (first day, last day, hours)
+    for day in DAYS:
+        spans = hours.get(day, [])
+        text = " and ".join(f"{a}-{b}" for a, b in spans) if spans else "closed"
+        if runs and runs[-1][2] == text:
+            runs[-1] = (runs[-1][0], day, text)
+        else:
+            runs.append((day, day, text))
+    return ", ".join(f"{first}-{last} {text}" if first != last else f"{first} {text}" for first, last, text in runs)
 
 
 def _distinct_phones(numbers: list[str]) -> list[str]:

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { factsFromRows } from "../src/chat/facts";
-import { type WeeklyHours, clockMinutes, localTime, openState, parseWeeklyHours } from "../src/chat/hours";
+import { type WeeklyHours, clockMinutes, localTime, openState, parseWeeklyHours, weekText } from "../src/chat/hours";
 import { businessHours } from "../src/chat/tools";
 
 const ACME_HOURS = {
@@ -99,5 +99,72 @@ describe("businessHours (get_business_hours)", () => {
     expect(businessHours(factsFromRows([]), new Date("2026-11-28T02:00:00Z"), MELBOURNE)).toEqual({
       timezone: MELBOURNE, localTime: "Saturday 13:00", date: "2026-11-28", hoursKnown: false, openNow: null,
     });
+  });
+});
+
+describe("a business with another location", () => {
+  const facts = factsFromRows([
+    { key: "address", value: JSON.stringify("812 Gympie Rd, Chermside") },
+    { key: "hours", value: JSON.stringify(ACME_HOURS) },
+    {
+      key: "locations",
+      value: JSON.stringify([
+        {
+          name: "Aspley",
+          address: "1401 Albany Creek Rd, Aspley",
+          telephone: "07 3263 8810",
+          hours: { Monday: [["08:00", "17:30"]], Tuesday: [["08:00", "17:30"]], Wednesday: [["08:00", "17:30"]] },
+        },
+        { name: "Pop-up", address: "5 Lutwyche Rd" },
+        { name: "no address", hours: ACME_HOURS },
+        "not an object",
+      ]),
+    },
+  ]);
+
+  it("keeps the locations with an address", () => {
+    expect(facts.locations.map((place) => [place.name, place.phone, place.hours !== null])).toEqual([
+      ["Aspley", "07 3263 8810", true],
+      ["Pop-up", "", false],
+    ]);
+  });
+
+  it("answers get_business_hours for each location", () => {
+    // Wednesday 10:30 in Melbourne.
+    const answer = businessHours(facts, new Date("2026-11-24T23:30:00Z"), MELBOURNE);
+    expect(answer.address).toBe("812 Gympie Rd, Chermside");
+    expect(answer.openNow).toBe(true);
+    expect(answer.otherLocations).toEqual([
+      {
+        name: "Aspley",
+        address: "1401 Albany Creek Rd, Aspley",
+        hoursKnown: true,
+        openNow: true,
+        closesAt: "17:30",
+        today: "08:00-17:30",
+        hours: {
+          Monday: "08:00-17:30", Tuesday: "08:00-17:30", Wednesday: "08:00-17:30", Thursday: "Closed",
+          Friday: "Closed", Saturday: "Closed", Sunday: "Closed",
+        },
+      },
+      { name: "Pop-up", address: "5 Lutwyche Rd", hoursKnown: false, openNow: null },
+    ]);
+  });
+
+  it("leaves the answer as it was for a business with one place", () => {
+    const single = factsFromRows([{ key: "hours", value: JSON.stringify(ACME_HOURS) }]);
+    const answer = businessHours(single, new Date("2026-11-24T23:30:00Z"), MELBOURNE);
+    expect("address" in answer || "otherLocations" in answer).toBe(false);
+  });
+});
+
+describe("weekText", () => {
+  it.each([
+    [{ Monday: [["08:00", "17:30"]], Tuesday: [["08:00", "17:30"]], Thursday: [["08:00", "19:00"]] },
+      "Monday-Tuesday 08:00-17:30, Wednesday closed, Thursday 08:00-19:00, Friday-Sunday closed"],
+    [{ Saturday: [["09:00", "12:00"], ["13:00", "15:00"]] },
+      "Monday-Friday closed, Saturday 09:00-12:00 and 13:00-15:00, Sunday closed"],
+  ])("%j is %s", (hours, text) => {
+    expect(weekText(parseWeeklyHours(hours) as WeeklyHours)).toBe(text);
   });
 });

@@ -138,6 +138,27 @@ describe("systemMessage", () => {
     expect(text).not.toContain("Call us now!");
   });
 
+  it("says where the hours apply and lists the other locations", () => {
+    const facts = factsFromRows([
+      { key: "address", value: JSON.stringify("812 Gympie Rd, Chermside") },
+      { key: "hours", value: JSON.stringify({ Monday: [["08:00", "18:00"]] }) },
+      {
+        key: "locations",
+        value: JSON.stringify([
+          { name: "Aspley", address: "1401 Albany Creek Rd, Aspley", telephone: "07 3263 8810",
+            hours: { Tuesday: [["08:00", "17:30"]] } },
+        ]),
+      },
+    ]);
+    const text = systemMessage(input({ facts }));
+    const details = text.slice(text.indexOf("<business_details>"), text.indexOf("</business_details>"));
+    expect(details).toContain("- Opening hours at 812 Gympie Rd, Chermside:\n  - Monday: 08:00-18:00\n");
+    expect(details).toContain(
+      "- Other locations:\n  - Aspley: 1401 Albany Creek Rd, Aspley; phone 07 3263 8810; " +
+        "hours Monday closed, Tuesday 08:00-17:30, Wednesday-Sunday closed\n",
+    );
+  });
+
   it("says when no business details are recorded", () => {
     expect(systemMessage(input({ facts: emptyFacts() }))).toContain("<business_details>\n(none recorded)\n</business_details>");
   });

@@ -2,12 +2,21 @@
  * The business details the assistant receives with every answer, from D1 `facts` (one row per
  * key, `value` JSON). The crawler never overwrites a key the owner set, so the stored value is
  * already the one that wins. Keys (helppuff_crawl/sitefacts.py): name, telephone, phones, email,
- * emails, address, hours ({day: [[opens, closes]]}), areas, price_range, description; any other
+ * emails, address, hours ({day: [[opens, closes]]}), areas, price_range, description, locations
+ * (the business's other places: [{name, address, telephone, hours}]); any other
  * key is an owner's own entry, shown with its key as the label. `_site_blocks` (site-wide blocks
  * kept for the facts passage) is not a detail and is left out.
  */
 import type { SqlDatabase } from "../bindings";
-import { DAYS, type WeeklyHours, dayHoursText, parseWeeklyHours } from "./hours";
+import { DAYS, type WeeklyHours, dayHoursText, parseWeeklyHours, weekText } from "./hours";
+
+/** Another place of the business (a second clinic, a branch). */
+export interface Location {
+  name: string;
+  address: string;
+  phone: string;
+  hours: WeeklyHours | null;
+}
 
 export interface BusinessFacts {
   name: string;
@@ -16,7 +25,8 @@ export interface BusinessFacts {
   address: string;
   areas: string[];
   priceRange: string;
-  hours: WeeklyHours | null;
+  hours: WeeklyHours | null; // at `address` when there are other locations
+  locations: Location[];
   other: Array<[string, string]>; // [label, text] for the owner's own keys
 }
 
@@ -29,7 +39,9 @@ const SKIPPED = new Set(["_site_blocks", "description"]);
 const MAX_OTHER_CHARS = 500;
 
 export function emptyFacts(): BusinessFacts {
-  return { name: "", phones: [], emails: [], address: "", areas: [], priceRange: "", hours: null, other: [] };
+  return {
+    name: "", phones: [], emails: [], address: "", areas: [], priceRange: "", hours: null, locations: [], other: [],
+  };
 }
 
 /** The site's facts rows, by key. */
@@ -73,7 +85,10 @@ export function factsFromRows(rows: readonly FactRow[]): BusinessFacts {
   }
   facts.emails = [...new Set([...strings(values.get("email")), ...strings(values.get("emails"))].map((e) => e.toLowerCase()))];
   facts.hours = parseWeeklyHours(values.get("hours"));
-  const known = new Set(["name", "address", "price_range", "areas", "telephone", "phones", "email", "emails", "hours"]);
+  facts.locations = parseLocations(values.get("locations"));
+  const known = new Set([
+    "name", "address", "price_range", "areas", "telephone", "phones", "email", "emails", "hours", "locations",
+  ]);
   for (const [key, value] of values) {
     if (known.has(key) || SKIPPED.has(key)) continue;
     const text = Array.isArray(value) ? strings(value).join(", ") : typeof value === "string" ? value : JSON.stringify(value);
@@ -83,6 +98,25 @@ export function factsFromRows(rows: readonly FactRow[]): BusinessFacts {
     }
   }
   return facts;
+}
+
+/** Stored locations; entries that are not objects with an address are left out. */
+function parseLocations(value: unknown): Location[] {
+  if (!Array.isArray(value)) return [];
+  const locations: Location[] = [];
+  for (const item of value) {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) continue;
+    const entry = item as Record<string, unknown>;
+    const address = strings(entry.address)[0] ?? "";
+    if (!address) continue;
+    locations.push({
+      name: strings(entry.name)[0] ?? "",
+      address,
+      phone: strings(entry.telephone)[0] ?? "",
+      hours: parseWeeklyHours(entry.hours),
+    });
+  }
+  return locations;
 }
 
 /** The details as Markdown lines (no heading); empty when nothing is known. */
@@ -97,8 +131,18 @@ export function factsLines(facts: BusinessFacts): string[] {
   for (const [label, text] of facts.other) lines.push(`- ${label}: ${text}`);
   if (facts.hours !== null) {
     const hours = facts.hours;
-    lines.push("- Opening hours:");
+    const where = facts.locations.length > 0 && facts.address ? ` at ${facts.address}` : "";
+    lines.push(`- Opening hours${where}:`);
     for (const day of DAYS) lines.push(`  - ${day}: ${dayHoursText(hours, day)}`);
+  }
+  if (facts.locations.length > 0) {
+    lines.push("- Other locations:");
+    for (const place of facts.locations) {
+      const details = [place.address];
+      if (place.phone) details.push(`phone ${place.phone}`);
+      if (place.hours !== null) details.push(`hours ${weekText(place.hours)}`);
+      lines.push(`  - ${place.name ? `${place.name}: ` : ""}${details.join("; ")}`);
+    }
   }
   return lines;
 }

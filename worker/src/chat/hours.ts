@@ -124,3 +124,19 @@ export function dayHoursText(hours: WeeklyHours, day: Day): string {
   const spans = hours[day] ?? [];
   return spans.length > 0 ? spans.map(([opens, closes]) => `${opens}-${closes}`).join(", ") : "Closed";
 }
+
+/**
+ * A week on one line, runs of days with the same hours together (helppuff_crawl/text/facts.py
+ * week_text): "Monday-Wednesday 08:00-17:30, Thursday 08:00-20:00, Friday-Sunday closed".
+ */
+export function weekText(hours: WeeklyHours): string {
+  const runs: Array<{ first: Day; last: Day; text: string }> = [];
+  for (const day of DAYS) {
+    const spans = hours[day] ?? [];
+    const text = spans.length > 0 ? spans.map(([opens, closes]) => `${opens}-${closes}`).join(" and ") : "closed";
+    const last = runs[runs.length - 1];
+    if (last !== undefined && last.text === text) last.last = day;
+    else runs.push({ first: day, last: day, text });
+  }
+  return runs.map(({ first, last, text }) => (first === last ? `${first} ${text}` : `${first}-${last} ${text}`)).join(", ");
+}

@@ -2,14 +2,15 @@
  * The chat's tools, offered to the model with OpenAI-style function calling:
  *
  *   request_callback {name?, phone?, email?, need}   a person gets back to the visitor (a lead)
- *   get_business_hours {}                           the hours, the local time, open now or not
+ *   get_business_hours {}                           the hours, the local time, open now or not (each
+ *                                                   location's, when there are several)
  *
  * Arguments are checked by a small validator before anything runs: a JSON object with only the
  * listed fields, each a string of the right form. A call that fails the check is not run; the
  * model gets the reason back as the tool's result.
  */
 import type { BusinessFacts } from "./facts";
-import { DAYS, dayHoursText, localTime, openState } from "./hours";
+import { DAYS, type LocalTime, type WeeklyHours, dayHoursText, localTime, openState } from "./hours";
 import type { ToolDefinition } from "./model";
 import { type VisitorDetails, isEmail, isPhone } from "./request";
 import type { ChatSettings } from "./settings";
@@ -43,7 +44,9 @@ const HOURS_TOOL: ToolDefinition = {
   type: "function",
   function: {
     name: GET_BUSINESS_HOURS,
-    description: "The business's opening hours, the local time now, and whether the business is open now.",
+    description:
+      "The business's opening hours, the local time now, and whether the business is open now; for a business " +
+      "with several locations, each location's too.",
     parameters: { type: "object", properties: {} },
   },
 };
@@ -131,6 +134,30 @@ export interface HoursAnswer {
   nextOpen?: string; // "Wednesday 07:00"
   today?: string; // today's hours, "07:00-18:00" or "Closed"
   hours?: Record<string, string>; // each day's hours
+  address?: string; // where these hours apply, when the business has other locations
+  otherLocations?: LocationHours[];
+}
+
+export interface LocationHours {
+  name: string;
+  address: string;
+  hoursKnown: boolean;
+  openNow: boolean | null;
+  closesAt?: string;
+  nextOpen?: string;
+  today?: string;
+  hours?: Record<string, string>;
+}
+
+/** Open now, closing time, next opening and each day's hours, for one weekly table. */
+function hoursState(hours: WeeklyHours, local: LocalTime): Omit<LocationHours, "name" | "address" | "hoursKnown"> {
+  const state = openState(hours, local);
+  const answer: Omit<LocationHours, "name" | "address" | "hoursKnown"> = { openNow: state.open };
+  if (state.closesAt !== null) answer.closesAt = state.closesAt;
+  if (state.nextOpen !== null) answer.nextOpen = `${state.nextOpen.day} ${state.nextOpen.time}`;
+  answer.today = dayHoursText(hours, local.day);
+  answer.hours = Object.fromEntries(DAYS.map((day) => [day, dayHoursText(hours, day)]));
+  return answer;
 }
 
 /** get_business_hours: the hours from the facts at `now` in `timezone`. */
@@ -143,15 +170,17 @@ export function businessHours(facts: BusinessFacts, now: Date, timezone: string)
     hoursKnown: facts.hours !== null,
     openNow: null,
   };
-  if (facts.hours === null) {
-    return answer;
+  if (facts.hours !== null) {
+    Object.assign(answer, hoursState(facts.hours, local));
   }
-  const hours = facts.hours;
-  const state = openState(hours, local);
-  answer.openNow = state.open;
-  if (state.closesAt !== null) answer.closesAt = state.closesAt;
-  if (state.nextOpen !== null) answer.nextOpen = `${state.nextOpen.day} ${state.nextOpen.time}`;
-  answer.today = dayHoursText(hours, local.day);
-  answer.hours = Object.fromEntries(DAYS.map((day) => [day, dayHoursText(hours, day)]));
+  if (facts.locations.length > 0) {
+    if (facts.address) answer.address = facts.address;
+    answer.otherLocations = facts.locations.map((place) => ({
+      name: place.name,
+      address: place.address,
+      hoursKnown: place.hours !== null,
+      ...(place.hours !== null ? hoursState(place.hours, local) : { openNow: null }),
+    }));
+  }
   return answer;
 }
