@@ -11,7 +11,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -257,6 +257,58 @@ class KnowledgeBase:
             ("DELETE FROM usage_writes WHERE day < ?", [oldest]),
         ])
         return bool(results[1])
+
+    # --- the answering side: site settings and leads -----------------------------------
+
+    async def site_settings(self, site: str) -> dict[str, Any] | None:
+        """The site's stored settings row ({settings (text), updated_at}), or None."""
+        rows = await self.client.d1_query(
+            self.database, "SELECT settings, updated_at FROM site_settings WHERE site = ?", [site]
+        )
+        return rows[0] if rows else None
+
+    async def set_site_settings(self, site: str, text: str) -> None:
+        """Store the site's settings (the helppuff.json text the Worker reads on each request)."""
+        await self.client.d1_query(
+            self.database,
+            "INSERT INTO site_settings (site, settings, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (site) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at",
+            [site, text, iso(utc_now())],
+        )
+
+    async def leads(self, site: str, include_handled: bool = False) -> list[dict[str, Any]]:
+        """The site's callback leads, newest first; open ones only unless `include_handled`."""
+        where = "" if include_handled else " AND handled_at IS NULL"
+        return await self.client.d1_query(
+            self.database,
+            "SELECT id, name, phone, email, need, excerpt, visitor_id, source, created_at, handled_at, "
+            f"notified_at, notify_error FROM leads WHERE site = ?{where} ORDER BY created_at DESC, id",
+            [site],
+        )
+
+    async def mark_leads_handled(self, site: str, ids: Sequence[str]) -> list[str]:
+        """Mark leads handled by id or unique id prefix; returns the full ids marked.
+
+        Raises ValueError naming the first id that matches no lead of the site, or several.
+        """
+        found: list[str] = []
+        for given in ids:
+            prefix = given.strip().lower()
+            rows = await self.client.d1_query(
+                self.database, "SELECT id FROM leads WHERE site = ? AND substr(id, 1, ?) = ?",
+                [site, len(prefix), prefix],
+            ) if prefix else []
+            if not rows:
+                raise ValueError(f"lead {given!r}: no lead of {site} has that id")
+            if len(rows) > 1:
+                raise ValueError(f"lead {given!r}: {len(rows)} leads of {site} start with that; give more of the id")
+            found.append(rows[0]["id"])
+        now = iso(utc_now())
+        await self.client.d1_batch(self.database, [
+            ("UPDATE leads SET handled_at = ? WHERE site = ? AND id = ? AND handled_at IS NULL", [now, site, lead])
+            for lead in found
+        ])
+        return found
 
     async def status_counts(self, site: str | None = None) -> list[dict[str, Any]]:
         where, params = ("WHERE site = ?", [site]) if site else ("", [])

@@ -316,18 +316,25 @@ class KnowledgeWriter:
         }
 
 
+async def write_passage_page(writer: KnowledgeWriter, embed: EmbedFn, site: str, url: str, title: str,
+                             category: str, markdown: str) -> int:
+    """Chunk `markdown` as a page of its own at `url` (the facts passage, an own answer) and write it;
+    only chunks whose text changed are embedded. Returns its chunks."""
+    rows = [ChunkRow.from_chunk(c, seq, url, title, category)
+            for seq, c in enumerate(chunk_page(markdown, ChunkMeta(site, url, title, category)))]
+    reuse = await writer.reusable(site, rows)
+    todo = [row for row in rows if row.id not in reuse]
+    vectors = dict(zip((row.id for row in todo), await embed([row.embed_text for row in todo]), strict=True)) \
+        if todo else {}
+    await writer.write_page(site, url, rows, vectors, None)
+    return len(rows)
+
+
 async def write_facts_passage(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str) -> int:
     """Rebuild the site's facts passage from the stored facts (the owner's win); returns its chunks.
 
     One chunk with the business name, phone, email, address, hours and areas (and furniture that
     carried contact details), so "what's your number?" always has something to find.
     """
-    text = passage(await kb.facts(site))
-    rows = [ChunkRow.from_chunk(c, seq, FACTS_URL, FACTS_TITLE, "contact")
-            for seq, c in enumerate(chunk_page(text, ChunkMeta(site, FACTS_URL, FACTS_TITLE, "contact")))]
-    reuse = await writer.reusable(site, rows)
-    todo = [row for row in rows if row.id not in reuse]
-    vectors = dict(zip((row.id for row in todo), await embed([row.embed_text for row in todo]), strict=True)) \
-        if todo else {}
-    await writer.write_page(site, FACTS_URL, rows, vectors, None)
-    return len(rows)
+    return await write_passage_page(writer, embed, site, FACTS_URL, FACTS_TITLE, "contact",
+                                    passage(await kb.facts(site)))

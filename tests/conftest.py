@@ -86,3 +86,15 @@ def kb_rows(kb: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
         return [dict(row) for row in conn.execute(sql, params)]
     finally:
         conn.close()
+
+
+def run_helppuff(tmp_path: Path, *args: str, stdin: str | None = None) -> Any:
+    """`helppuff ARGS` as an operator runs it, on the local knowledge base under tmp_path/kb."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HELPPUFF_DATA_DIR": str(tmp_path / "kb"), "CLOUDFLARE_API_TOKEN": "",
+           "CLOUDFLARE_ACCOUNT_ID": ""}
+    return subprocess.run([str(Path(sys.executable).parent / "helppuff"), *args], cwd=Path(__file__).parent.parent,
+                          env=env, input=stdin, capture_output=True, text=True, check=False)

@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.conftest import run_helppuff
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPPUFF = str(Path(sys.executable).parent / "helppuff")
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HELPPUFF_DATA_DIR": str(tmp_path / "kb"), "CLOUDFLARE_API_TOKEN": "",
-           "CLOUDFLARE_ACCOUNT_ID": ""}
-    return subprocess.run([HELPPUFF, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
 
 
 def test_setup_is_idempotent_on_the_local_cloud(tmp_path: Path) -> None:
-    first = json.loads(_run(tmp_path, "cloudflare", "setup", "--site", "acme", "--json").stdout)
-    second = json.loads(_run(tmp_path, "cloudflare", "setup", "--site", "acme", "--json").stdout)
+    first = json.loads(run_helppuff(tmp_path, "cloudflare", "setup", "--site", "acme", "--json").stdout)
+    second = json.loads(run_helppuff(tmp_path, "cloudflare", "setup", "--site", "acme", "--json").stdout)
     assert first["index_created"] is True and second["index_created"] is False
     assert second["migrations_applied"] == []
     assert (first["model"], first["dimensions"], first["namespace"]) == ("@local/all-minilm-l6-v2", 384, "acme")
@@ -32,18 +28,18 @@ def test_setup_is_idempotent_on_the_local_cloud(tmp_path: Path) -> None:
 
 def test_owner_facts_survive_a_crawl_and_lead_the_passage(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = serve_site("acme-plumbing")
-    set_phone = _run(tmp_path, "knowledge", "facts", "set", "telephone", "1300 000 111", "--site", "acme")
+    set_phone = run_helppuff(tmp_path, "knowledge", "facts", "set", "telephone", "1300 000 111", "--site", "acme")
     assert set_phone.returncode == 0, set_phone.stderr
-    crawl = _run(tmp_path, "crawl", server.url, "--site", "acme", "--render-js", "never")
+    crawl = run_helppuff(tmp_path, "crawl", server.url, "--site", "acme", "--render-js", "never")
     assert crawl.returncode == 0, crawl.stderr
-    facts = {f["key"]: f for f in json.loads(_run(tmp_path, "knowledge", "facts", "list", "--site", "acme",
+    facts = {f["key"]: f for f in json.loads(run_helppuff(tmp_path, "knowledge", "facts", "list", "--site", "acme",
                                                   "--json").stdout)}
     assert facts["telephone"]["value"] == "1300 000 111" and facts["telephone"]["source"] == "owner"
     assert facts["name"]["value"] == "Acme Plumbing" and facts["name"]["source"] == "crawl"
     with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as conn:
         (passage,) = conn.execute("SELECT text FROM chunks WHERE url = 'helppuff://facts'").fetchone()
     assert "- Phone: 1300 000 111" in passage
-    status = _run(tmp_path, "knowledge", "status", "--json", "--site", "acme")
+    status = run_helppuff(tmp_path, "knowledge", "status", "--json", "--site", "acme")
     assert status.returncode == 0, status.stdout
     report = json.loads(status.stdout)["sites"][0]
     assert report["consistency"]["consistent"] and report["chunks"] == report["vectors"] > 10
@@ -52,5 +48,5 @@ def test_owner_facts_survive_a_crawl_and_lead_the_passage(serve_site, tmp_path: 
 
 
 def test_bad_fact_key_is_a_clear_error(tmp_path: Path) -> None:
-    result = _run(tmp_path, "knowledge", "facts", "set", "_site_blocks", "x", "--site", "acme")
+    result = run_helppuff(tmp_path, "knowledge", "facts", "set", "_site_blocks", "x", "--site", "acme")
     assert result.returncode == 2 and "key: name a fact" in result.stderr

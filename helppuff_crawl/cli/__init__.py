@@ -11,7 +11,8 @@ import importlib
 import logging
 import sys
 
-_COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "serve", "search")
+_COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "serve", "search",
+             "settings", "leads")
 
 
 class UsageError(Exception):

@@ -5,6 +5,15 @@
     helppuff knowledge facts list --site S [--json]   the site's facts and who set each
     helppuff knowledge facts set KEY VALUE --site S   set a fact as the owner's (a crawl never
                                                       overwrites it); the facts passage is rebuilt
+    helppuff knowledge add --site S --title T (--text X | --file F)
+                                                      an own answer, searchable at once
+    helppuff knowledge answers --site S [--json]      the own answers
+    helppuff knowledge remove ID --site S             take an own answer out
+    helppuff knowledge gaps --site S [--all] [--json] questions the assistant could not answer,
+                                                      most asked first
+    helppuff knowledge answer ID --site S (--text X | --file F)
+                                                      answer a gap: an own answer titled with it
+    helppuff knowledge dismiss ID --site S            take a gap off the list for good
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.cli import UsageError
@@ -36,7 +46,98 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setter.add_argument("value")
     setter.add_argument("--site", required=True)
     setter.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    add = sub.add_parser("add", help="add an own answer (searchable at once)")
+    add.add_argument("--site", required=True)
+    add.add_argument("--title", required=True, help="the question or topic, e.g. \"Is there parking?\"")
+    _text_arguments(add)
+    answers = sub.add_parser("answers", help="the own answers")
+    answers.add_argument("--site", required=True)
+    answers.add_argument("--json", action="store_true")
+    answers.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    remove = sub.add_parser("remove", help="take an own answer out")
+    remove.add_argument("id")
+    remove.add_argument("--site", required=True)
+    remove.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    gaps = sub.add_parser("gaps", help="questions the assistant could not answer, most asked first")
+    gaps.add_argument("--site", required=True)
+    gaps.add_argument("--all", action="store_true", help="answered and dismissed ones too")
+    gaps.add_argument("--json", action="store_true")
+    gaps.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    answer = sub.add_parser("answer", help="answer a gap with an own answer titled with the question")
+    answer.add_argument("id")
+    answer.add_argument("--site", required=True)
+    _text_arguments(answer)
+    dismiss = sub.add_parser("dismiss", help="take a gap off the list (it stays off if asked again)")
+    dismiss.add_argument("id")
+    dismiss.add_argument("--site", required=True)
+    dismiss.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.set_defaults(func=run)
+
+
+def _text_arguments(parser: argparse.ArgumentParser) -> None:
+    text = parser.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="the answer (Markdown)")
+    text.add_argument("--file", help="a Markdown file with the answer")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+
+
+def _answer_text(args: argparse.Namespace) -> str:
+    if args.text is not None:
+        return str(args.text)
+    path = Path(args.file)
+    if not path.is_file():
+        raise UsageError(f"{args.file}: no such file")
+    return path.read_text(encoding="utf-8")
+
+
+async def own_answers(settings: Any, command: str, args: argparse.Namespace) -> Any:
+    """Run one of add, answers, remove, gaps, answer, dismiss on the knowledge base."""
+    from helppuff_crawl import answers
+
+    kb, writer, embedder = _open(settings)
+    try:
+        if command == "add":
+            return await answers.add_answer(kb, writer, embedder.embed, args.site, args.title, _answer_text(args))
+        if command == "answers":
+            return await answers.list_answers(kb, args.site)
+        if command == "remove":
+            return await answers.remove_answer(kb, writer, args.site, args.id)
+        if command == "gaps":
+            return await answers.list_gaps(kb, args.site, include_closed=args.all)
+        if command == "answer":
+            return await answers.answer_gap(kb, writer, embedder.embed, args.site, args.id, _answer_text(args))
+        return await answers.dismiss_gap(kb, args.site, args.id)
+    finally:
+        await kb.close()
+
+
+def _run_own_answers(settings: Any, args: argparse.Namespace) -> int:
+    command = args.knowledge_command
+    try:
+        result = asyncio.run(own_answers(settings, command, args))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    site = args.site
+    if command in ("add", "answer"):
+        print(f"{site}: own answer {result} added; the assistant can use it from the next question")
+    elif command == "remove":
+        print(f"{site}: own answer {args.id} removed")
+    elif command == "dismiss":
+        print(f"{site}: question {args.id} dismissed; it stays off the list if asked again")
+    elif args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    elif command == "answers":
+        print(f"{site}: {len(result)} own answer{'s' if len(result) != 1 else ''}")
+        for row in result:
+            text = " ".join(row["text"].split())
+            print(f"{row['id']}  {row['title']}\n  {text[:200]}{'…' if len(text) > 200 else ''}")
+    else:
+        which = "" if args.all else "open "
+        print(f"{site}: {len(result)} {which}question{'s' if len(result) != 1 else ''} the assistant could not answer")
+        for row in result:
+            state = "" if row["state"] == "open" else f"  [{row['state']}]"
+            print(f"{row['id']}  asked {row['asked']}x, last {row['last_asked_at'][:10]}  {row['question']}{state}")
+    return 0
 
 
 def _open(settings: Any) -> tuple[Any, Any, Any]:
@@ -112,6 +213,8 @@ async def list_facts(settings: Any, site: str) -> list[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     settings = project_settings(parse_set_options(args.set))
+    if args.knowledge_command in ("add", "answers", "remove", "gaps", "answer", "dismiss"):
+        return _run_own_answers(settings, args)
     if args.knowledge_command == "status":
         report = asyncio.run(status_report(settings, args.site))
         if args.json:

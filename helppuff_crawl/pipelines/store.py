@@ -35,11 +35,18 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from helppuff_crawl.answers import write_own_answers
 from helppuff_crawl.batcher import EmbeddingBatcher
 from helppuff_crawl.cloudflare.pricing import neurons
 from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model
 from helppuff_crawl.items import Page
-from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, iso, page_row_statement, utc_now
+from helppuff_crawl.knowledge import (
+    BackendConfig,
+    KnowledgeBase,
+    iso,
+    page_row_statement,
+    utc_now,
+)
 from helppuff_crawl.sitefacts import SITE_BLOCKS_KEY, fact_values
 from helppuff_crawl.text.chunking import ChunkMeta, chunk_page
 from helppuff_crawl.text.facts import Facts, merge_facts
@@ -293,6 +300,9 @@ class StorePipeline:
             await self.kb.save_crawl_facts(site, {SITE_BLOCKS_KEY: list(dict.fromkeys(self._site_blocks))})
         passage_chunks = await write_facts_passage(self.kb, self.writer, self.embedder.embed, site)
         self.stats.set_value("helppuff/store/facts_passage_chunks", passage_chunks)
+        # The owner's own answers: re-embedded only when the model changed.
+        answer_chunks = await write_own_answers(self.kb, self.writer, self.embedder.embed, site)
+        self.stats.set_value("helppuff/store/own_answer_chunks", answer_chunks)
         # Pages unticked or gone this crawl leave the knowledge base: rows' chunks and vectors.
         removed = 0
         for url in self._leaving:
