@@ -8,7 +8,8 @@
  *     503 {error} when D1 cannot be read.
  *
  *   POST /v1/sites/:site/chat     {messages, visitor?, visitorId?}: a cited answer as server-sent
- *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts).
+ *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts). A lead
+ *     saved on the way is sent to the site's lead webhook in ctx.waitUntil (chat/webhook.ts).
  *
  *   GET /widget.js                the chat widget's script (widget/widget.ts), cacheable.
  *   GET /demo?site=<site>         a page with the widget's script tag for that site (widget/demo.ts).
@@ -64,7 +65,7 @@ async function search(request: Request, env: Env, site: string): Promise<Respons
 }
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx?: ExecutionContext): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname === "/widget.js") {
       return widgetResponse(request);
@@ -74,7 +75,7 @@ export default {
     }
     const chat = CHAT_PATH.exec(url.pathname);
     if (chat !== null) {
-      return chatRoute(request, env, chat[1] ?? "");
+      return chatRoute(request, env, chat[1] ?? "", ctx); // ctx: the lead webhook runs after the answer
     }
     const match = SEARCH_PATH.exec(url.pathname);
     if (match === null) {

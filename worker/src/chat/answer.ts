@@ -12,6 +12,9 @@
  * cloud) and nothing was shown yet, the answer is extractive.ts's quotes from the passages instead.
  *
  * Past the daily neuron budget, `refuseOverBudget` answers without calling any model.
+ *
+ * Every lead saved here (and in extractive.ts) goes to the site's lead webhook, if it names one,
+ * in the background (`deps.waitUntil`, webhook.ts): the answer neither waits for it nor changes.
  */
 import type { AiRunner, SqlDatabase } from "../bindings";
 import type { Passage } from "../chunks";
@@ -20,7 +23,7 @@ import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, Emit } from "./events";
 import { EXTRACTIVE_MODEL, isModelMissing, streamExtractive } from "./extractive";
 import type { BusinessFacts } from "./facts";
-import { conversationExcerpt, saveLead } from "./leads";
+import { type SavedLead, conversationExcerpt, saveLead } from "./leads";
 import { type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
 import { estimateTokens, messagesTokens } from "./prompt";
 import type { ChatRequest, VisitorDetails } from "./request";
@@ -34,6 +37,7 @@ import {
   checkHoursArguments,
 } from "./tools";
 import { type ModelUsage, countQuestion, priceNeurons, recordUsage, utcDay, utcMonth } from "./usage";
+import { type DeliveryOptions, notifyLead } from "./webhook";
 
 export const MAX_OUTPUT_TOKENS = 2048;
 export const MODEL_FAILED_MESSAGE = "Sorry, the assistant cannot answer right now. Please try again in a moment.";
@@ -42,6 +46,9 @@ export interface AnswerDeps {
   db: SqlDatabase;
   ai: AiRunner;
   now: () => Date;
+  /** Background work that outlives the answer: the lead webhook (ExecutionContext.waitUntil). */
+  waitUntil: (promise: Promise<void>) => void | Promise<void>;
+  delivery: DeliveryOptions; // how the lead webhook is called (webhook.ts)
 }
 
 export interface AnswerInput {
@@ -273,8 +280,9 @@ async function runTool(
       note: "The visitor now sees a short form for their phone number or email. Tell them in one sentence; do not ask for the details in the chat.",
     });
   }
+  let saved: SavedLead;
   try {
-    await saveLead(deps.db, {
+    saved = await saveLead(deps.db, {
       site: input.site,
       contact,
       need,
@@ -287,6 +295,7 @@ async function runTool(
     console.error("lead for site %s could not be saved: %s", input.site, describe(error));
     return JSON.stringify({ error: "the callback request could not be saved; give the visitor the business's phone number or email instead" });
   }
+  await notifyLead(deps, input.settings.leads, saved);
   state.saved = { ...contact, need };
   await emit({ event: "callback", data: { form: false, saved: state.saved, need } });
   return JSON.stringify({
@@ -311,7 +320,7 @@ export async function refuseOverBudget(
   let callback: CallbackData | null = null;
   if (settings.tools.callback && reachable(contact)) {
     try {
-      await saveLead(deps.db, {
+      const saved = await saveLead(deps.db, {
         site,
         contact,
         need: question,
@@ -320,6 +329,7 @@ export async function refuseOverBudget(
         source: "budget",
         createdAt: deps.now().toISOString(),
       });
+      await notifyLead(deps, settings.leads, saved); // never throws
       text += ` I've passed your question on to ${team}, and someone will get back to you.`;
       callback = { form: false, saved: { ...contact, need: question }, need: question };
     } catch (error) {

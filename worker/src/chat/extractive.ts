@@ -16,7 +16,7 @@
  *     after its callback form: the callback itself.
  *
  * `extractiveAnswer` decides (pure); `streamExtractive` sends it as the chat's events, saving the
- * lead when a phone or an email is known.
+ * lead when a phone or an email is known (and sending it to the site's lead webhook, webhook.ts).
  */
 import type { Passage } from "../chunks";
 import type { AnswerDeps, AnswerInput } from "./answer";
@@ -24,6 +24,7 @@ import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, ChatEvent, Emit } from "./events";
 import { conversationExcerpt, saveLead } from "./leads";
+import { notifyLead } from "./webhook";
 
 /** `backend.model` value that answers extractively without calling any model. */
 export const EXTRACTIVE_MODEL = "extractive";
@@ -218,7 +219,7 @@ export async function streamExtractive(
     let callback: CallbackData | null = null;
     if (reachable(contact)) {
       try {
-        await saveLead(deps.db, {
+        const saved = await saveLead(deps.db, {
           site,
           contact,
           need: plan.need,
@@ -227,6 +228,7 @@ export async function streamExtractive(
           source: "chat",
           createdAt: deps.now().toISOString(),
         });
+        await notifyLead(deps, settings.leads, saved); // never throws
         const thanks = contact.name ? `Thanks, ${contact.name}! ` : "Thanks! ";
         events.push({ event: "delta", data: { text: `${thanks}I've passed this on to ${team}, and someone will get back to you.` } });
         callback = { form: false, saved: { ...contact, need: plan.need }, need: plan.need };

@@ -1,6 +1,7 @@
 /**
  * Callback leads in D1 (`leads`, migrations/0003_chat.sql): who to get back to, what they need,
- * and the end of the conversation that led there.
+ * and the end of the conversation that led there. The lead webhook (webhook.ts) sends each saved
+ * lead on and records the outcome in `notified_at` / `notify_error` (migrations/0005).
  */
 import type { SqlDatabase } from "../bindings";
 import type { ChatMessage, VisitorDetails } from "./request";
@@ -31,9 +32,15 @@ export function conversationExcerpt(messages: readonly ChatMessage[]): string {
     .join("\n");
 }
 
-/** Save a lead; returns its id. */
-export async function saveLead(db: SqlDatabase, lead: Lead): Promise<string> {
+/** A lead as saved: its id, and the need as stored (cut to 500 characters). */
+export interface SavedLead extends Lead {
+  id: string;
+}
+
+/** Save a lead; returns it as saved, with its id. */
+export async function saveLead(db: SqlDatabase, lead: Lead): Promise<SavedLead> {
   const id = crypto.randomUUID();
+  const need = lead.need.slice(0, MAX_NEED_CHARS);
   await db.all(
     `INSERT INTO leads (id, site, name, phone, email, need, excerpt, visitor_id, source, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -43,12 +50,12 @@ export async function saveLead(db: SqlDatabase, lead: Lead): Promise<string> {
       lead.contact.name ?? "",
       lead.contact.phone ?? "",
       lead.contact.email ?? "",
-      lead.need.slice(0, MAX_NEED_CHARS),
+      need,
       lead.excerpt,
       lead.visitorId ?? "",
       lead.source,
       lead.createdAt,
     ],
   );
-  return id;
+  return { ...lead, id, need };
 }

@@ -12,7 +12,8 @@
  *   5. the daily neuron budget: past it, a polite answer and a callback, without the model;
  *   6. retrieval (retrieve.ts) with the question and the conversation before it (503 on failure);
  *   7. the prompt (prompt.ts) and the streamed answer (answer.ts).
- * Every answer to an allowed origin carries Access-Control-Allow-Origin for it.
+ * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
+ * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
 import { type Backends, type Env, type RateLimiter, backendsFromEnv, rateLimitersFromEnv } from "../bindings";
 import { type SearchResult, UnknownSiteError, retrieve } from "../retrieve";
@@ -27,6 +28,7 @@ import { parseChatRequest } from "./request";
 import { parseChatSettings } from "./settings";
 import { toolDefinitions } from "./tools";
 import { neuronsUsed, utcDay } from "./usage";
+import { DEFAULT_DELIVERY, type DeliveryOptions } from "./webhook";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 export const RETRY_AFTER_SECONDS = 60;
@@ -42,6 +44,10 @@ export interface ChatDeps {
   backends: Backends;
   limiters: RateLimiters;
   now: () => Date;
+  /** The Worker's ExecutionContext.waitUntil; without one, background work is awaited in place. */
+  waitUntil?: (promise: Promise<void>) => void;
+  /** The lead webhook's fetch, timeout and retry pause (DEFAULT_DELIVERY for what is left out). */
+  delivery?: Partial<DeliveryOptions>;
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -62,8 +68,13 @@ export function visitorKey(site: string, request: Request, visitorId: string | n
   return visitorId ? `${site}:id:${visitorId}` : `${site}:anonymous`;
 }
 
-/** The route as the Worker runs it: its bindings, the real clock. */
-export async function chatRoute(request: Request, env: Env, rawSite: string): Promise<Response> {
+/** The route as the Worker runs it: its bindings, the real clock, its ExecutionContext. */
+export async function chatRoute(
+  request: Request,
+  env: Env,
+  rawSite: string,
+  ctx?: Pick<ExecutionContext, "waitUntil">,
+): Promise<Response> {
   let backends: Backends;
   try {
     backends = backendsFromEnv(env);
@@ -71,7 +82,12 @@ export async function chatRoute(request: Request, env: Env, rawSite: string): Pr
     console.error("chat: the bindings cannot be used: %s", describe(error));
     return json(503, { error: "the assistant cannot be reached right now" });
   }
-  return handleChat(request, rawSite, { backends, limiters: rateLimitersFromEnv(env), now: () => new Date() });
+  return handleChat(request, rawSite, {
+    backends,
+    limiters: rateLimitersFromEnv(env),
+    now: () => new Date(),
+    waitUntil: ctx ? (promise) => ctx.waitUntil(promise) : undefined,
+  });
 }
 
 /** Answer a chat request for `rawSite` (the path segment, still URL-encoded). */
@@ -145,7 +161,13 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     console.error("chat for site %s: facts cannot be read: %s", site, describe(error));
     facts = emptyFacts();
   }
-  const answerDeps = { db, ai: deps.backends.ai, now: deps.now };
+  const answerDeps = {
+    db,
+    ai: deps.backends.ai,
+    now: deps.now,
+    waitUntil: deps.waitUntil ?? ((promise: Promise<void>) => promise),
+    delivery: { ...DEFAULT_DELIVERY, ...deps.delivery },
+  };
   let used = 0;
   try {
     used = await neuronsUsed(db, site, utcDay(deps.now()));

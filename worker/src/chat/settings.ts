@@ -16,6 +16,9 @@
  *   backend.budget.maxInputTokens  the prompt's size, tokens ≈ characters / 4 (6000)
  *   backend.allowedOrigins         origins the widget may call from, e.g. ["https://acme.com.au"] ([])
  *   backend.allowNoOrigin          accept requests without an Origin header (curl, tests) (false)
+ *   backend.leads.webhookUrl       where each new lead is POSTed (webhook.ts): an https:// URL, or
+ *                                  http:// on 127.0.0.1, localhost or [::1] for local development (none)
+ *   backend.leads.webhookSecret    HMAC-SHA256 key for X-HelpPuff-Signature, at least 16 characters (none)
  *
  * `allowedOrigins` and `allowNoOrigin` may also sit at the top level, next to "backend".
  */
@@ -35,12 +38,15 @@ export interface ChatSettings {
   maxInputTokens: number;
   allowedOrigins: readonly string[];
   allowNoOrigin: boolean;
+  leads: { webhookUrl: string | null; webhookSecret: string | null };
 }
 
 export const DEFAULT_PERSONA =
   "You are the website assistant of this business. You help visitors with friendly, short, practical answers.";
 export const MAX_PERSONA_CHARS = 4000;
 export const MAX_HISTORY_MESSAGES = 20;
+export const MIN_WEBHOOK_SECRET_CHARS = 16;
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 export const DEFAULT_CHAT_SETTINGS: Readonly<ChatSettings> = Object.freeze({
   persona: DEFAULT_PERSONA,
@@ -55,6 +61,7 @@ export const DEFAULT_CHAT_SETTINGS: Readonly<ChatSettings> = Object.freeze({
   maxInputTokens: 6000,
   allowedOrigins: Object.freeze([]),
   allowNoOrigin: false,
+  leads: Object.freeze({ webhookUrl: null, webhookSecret: null }),
 });
 
 export interface ParsedChatSettings {
@@ -64,7 +71,12 @@ export interface ParsedChatSettings {
 
 
 function fresh(): ChatSettings {
-  return { ...DEFAULT_CHAT_SETTINGS, tools: { ...DEFAULT_CHAT_SETTINGS.tools }, allowedOrigins: [] };
+  return {
+    ...DEFAULT_CHAT_SETTINGS,
+    tools: { ...DEFAULT_CHAT_SETTINGS.tools },
+    allowedOrigins: [],
+    leads: { ...DEFAULT_CHAT_SETTINGS.leads },
+  };
 }
 
 /** Whether `zone` is a time zone Intl knows. */
@@ -94,6 +106,23 @@ export function originOf(text: string): string | null {
     return null;
   }
   return url.protocol === "https:" || url.protocol === "http:" ? url.origin : null;
+}
+
+/**
+ * `text` as a webhook URL: https://, or http:// only on a loopback host (local development);
+ * null otherwise.
+ */
+export function webhookUrlOf(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    return null;
+  }
+  if (url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))) {
+    return url.href;
+  }
+  return null;
 }
 
 /** Read the settings JSON text (null when the site has no settings row). */
@@ -175,6 +204,24 @@ export function parseChatSettings(text: string | null): ParsedChatSettings {
     const value = noOriginFrom["allowNoOrigin"];
     if (typeof value === "boolean") settings.allowNoOrigin = value;
     else bad("allowNoOrigin", "must be true or false");
+  }
+
+  const leads = backend["leads"];
+  if (leads !== undefined) {
+    if (!isObject(leads)) bad("leads", "must be an object");
+    else {
+      if ("webhookUrl" in leads && leads["webhookUrl"] !== null) {
+        const value = leads["webhookUrl"];
+        const url = typeof value === "string" ? webhookUrlOf(value) : null;
+        if (url !== null) settings.leads.webhookUrl = url;
+        else bad("leads.webhookUrl", "must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1])");
+      }
+      if ("webhookSecret" in leads && leads["webhookSecret"] !== null) {
+        const value = leads["webhookSecret"];
+        if (typeof value === "string" && value.length >= MIN_WEBHOOK_SECRET_CHARS) settings.leads.webhookSecret = value;
+        else bad("leads.webhookSecret", `must be a string of at least ${MIN_WEBHOOK_SECRET_CHARS} characters`);
+      }
+    }
   }
   return { settings, problems };
 }
