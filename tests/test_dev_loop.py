@@ -138,6 +138,45 @@ def test_the_worker_reads_the_crawls_sqlite_file_live(loop: Loop) -> None:
         db.close()
 
 
+def _helppuff(loop: Loop, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run([HELPPUFF, *args], cwd=ROOT, env=loop.env, input=stdin, capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _chat(loop: Loop, question: str) -> str:
+    reply = httpx.post(f"{loop.worker_url}/v1/sites/acme/chat", json={"messages": [{"role": "user", "content": question}]},
+                       timeout=60)
+    assert reply.status_code == 200, reply.text
+    return reply.text
+
+
+def test_a_question_the_site_cannot_answer_is_a_gap_the_owner_answers(loop: Loop) -> None:
+    question = "Do you teach salsa dancing lessons?"
+    _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin='{"allowNoOrigin": true}')
+    try:
+        assert loop.search(question)["passages"] == []
+        assert "not sure" in _chat(loop, question)
+        # The Worker records the gap in the background (waitUntil): it lands just after the answer.
+        gaps: list[dict[str, Any]] = []
+        for _ in range(100):
+            gaps = json.loads(_helppuff(loop, "knowledge", "gaps", "--site", "acme", "--json"))
+            if gaps:
+                break
+        assert [(g["question"], g["asked"], g["state"]) for g in gaps] == [(question, 1, "open")]
+        answered = _helppuff(loop, "knowledge", "answer", gaps[0]["id"], "--site", "acme",
+                             "--text", "Not us, but our neighbours at Richmond Dance Studio run salsa classes on Fridays.")
+        answer_id = answered.split("own answer ")[1].split()[0]
+        # The very next search finds the owner's answer (the serving process sees the new vector).
+        found = loop.search(question)
+        assert loop.paths(found)[0] == f"helppuff://answers/{answer_id}", loop.paths(found)
+        assert "Richmond Dance Studio" in _chat(loop, question)
+        assert json.loads(_helppuff(loop, "knowledge", "gaps", "--site", "acme", "--json")) == []
+    finally:
+        _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin="{}")
+
+
 def test_unknown_site_is_a_clear_400(loop: Loop) -> None:
     reply = httpx.post(f"{loop.worker_url}/v1/sites/nobody/search", json={"query": "hi"}, timeout=60)
     assert reply.status_code == 400

@@ -11,6 +11,7 @@
  *   4. rate limits: 20 questions a minute per visitor, 300 per site (429, Retry-After: 60);
  *   5. the daily neuron budget: past it, a polite answer and a callback, without the model;
  *   6. retrieval (retrieve.ts) with the question and the conversation before it (503 on failure);
+ *      a question that found no passage is recorded as a knowledge gap (gaps.ts), in the background;
  *   7. the prompt (prompt.ts) and the streamed answer (answer.ts).
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
@@ -22,6 +23,7 @@ import { refuseOverBudget, streamAnswer } from "./answer";
 import { contactFromConversation, mergeContact } from "./contact";
 import { type Emit, encodeEvent } from "./events";
 import { type BusinessFacts, emptyFacts, loadFacts } from "./facts";
+import { isGap, recordGap } from "./gaps";
 import { checkOrigin, corsHeaders, preflightHeaders } from "./origin";
 import { buildPrompt, estimateTokens } from "./prompt";
 import { parseChatRequest } from "./request";
@@ -190,6 +192,14 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     return json(503, { error: "the knowledge base cannot be read right now" }, cors);
   }
   for (const reason of retrieved.degraded) console.warn("chat retrieval for site %s degraded: %s", site, reason);
+  if (retrieved.passages.length === 0 && isGap(question, retrieved.degraded)) {
+    // In the background: the visitor's answer does not wait for the owner's gap list.
+    const recording = recordGap(db, site, retrieved.query || question, deps.now()).then(
+      () => undefined,
+      (error: unknown) => console.error("chat for site %s: the gap cannot be recorded: %s", site, describe(error)),
+    );
+    await answerDeps.waitUntil(recording);
+  }
 
   const tools = toolDefinitions(settings.tools);
   const prompt = buildPrompt({
