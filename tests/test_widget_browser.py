@@ -73,6 +73,8 @@ def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None
         assert seen["answer_text"].startswith("From the site's pages:\n• After-hours call-out: $180")
         assert f"{site.url}/pricing" in seen["source_links"]
         assert "Phone: +61 3 9000 1234" in seen["phone_text"]
+        # The business details' Source is the contact page, where a visitor can check them.
+        assert ["Business details", f"{site.url}/contact"] in seen["phone_sources"]
 
         assert seen["unsure_text"] == "I'm not sure — can we call you back?"
         assert seen["form_need"] == "do you sell pizza?"

@@ -69,7 +69,10 @@ def check(worker_url: str, screenshot: str) -> dict[str, Any]:
             page.keyboard.press("Enter")
             phone = page.locator(".msg.bot", has_text="Phone:")
             phone.wait_for(timeout=WAIT_MS)
-            seen["phone_text"] = phone.text_content()
+            phone.locator(".sources a").first.wait_for(timeout=WAIT_MS)
+            seen["phone_text"] = phone.evaluate("n => n.firstChild ? n.firstChild.textContent : ''")
+            seen["phone_sources"] = phone.locator(".sources a").evaluate_all(
+                "links => links.map(a => [a.textContent, a.href])")
 
             # A question it cannot answer: the callback form; submit it with a phone number.
             page.locator("#hp-question").fill(UNANSWERED)

@@ -68,6 +68,19 @@ describe("citedSources", () => {
     ]);
     expect(citedSources([], passages)).toEqual([]);
   });
+
+  it("lists an owner's answer by its title without a link, once; the unlinked facts passage not at all", () => {
+    const own = [
+      passage(1, "helppuff://answers/4dfff5ee", "Is there parking?"),
+      passage(2, "helppuff://facts", "Business details"),
+      passage(3, "helppuff://answers/4dfff5ee", "Is there parking?"),
+      passage(4, "https://acme.com.au/contact", "Business details"), // the facts passage, linked by the route
+    ];
+    expect(citedSources([1, 2, 3, 4], own)).toEqual([
+      { n: 1, title: "Is there parking?", url: "" },
+      { n: 4, title: "Business details", url: "https://acme.com.au/contact" },
+    ]);
+  });
 });
 
 describe("encodeEvent", () => {

@@ -78,18 +78,33 @@ export function stripCitations(text: string): { text: string; cited: number[] } 
 export interface Source {
   n: number;
   title: string;
-  url: string;
+  url: string; // "" for the business's own words (an owner's answer): shown without a link
 }
 
-/** The Sources list: each cited passage with an http(s) link, in citation order, each URL once. */
+const OWN_PASSAGE = /^helppuff:\/\//iu;
+
+/**
+ * The Sources list: each cited passage, in citation order: a page with its http(s) link (each URL
+ * once), and the business's own words (an owner's answer, `helppuff://answers/...`) by title
+ * without a link (each title once). The facts passage is linked when the route gave it the
+ * contact page's URL (factsSource), and left out otherwise.
+ */
 export function citedSources(cited: readonly number[], passages: readonly Passage[]): Source[] {
   const sources: Source[] = [];
-  const urls = new Set<string>();
+  const seen = new Set<string>();
   for (const n of cited) {
     const passage = passages.find((p) => p.n === n);
-    if (passage === undefined || !/^https?:\/\//iu.test(passage.url) || urls.has(passage.url)) continue;
-    urls.add(passage.url);
-    sources.push({ n, title: passage.title, url: passage.url });
+    if (passage === undefined) continue;
+    const linked = /^https?:\/\//iu.test(passage.url);
+    const own = OWN_PASSAGE.test(passage.url) && passage.url !== FACTS_URL;
+    if (!linked && !own) continue;
+    const key = linked ? passage.url : `own:${passage.title}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    sources.push({ n, title: passage.title, url: linked ? passage.url : "" });
   }
   return sources;
 }
+
+/** The facts passage's page URL in `chunks` (helppuff_crawl/sitefacts.py FACTS_URL). */
+export const FACTS_URL = "helppuff://facts";

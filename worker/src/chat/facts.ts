@@ -8,6 +8,8 @@
  * kept for the facts passage) is not a detail and is left out.
  */
 import type { SqlDatabase } from "../bindings";
+import type { Passage } from "../chunks";
+import { FACTS_URL } from "./citations";
 import { DAYS, type WeeklyHours, dayHoursText, parseWeeklyHours, weekText } from "./hours";
 
 /** Another place of the business (a second clinic, a branch). */
@@ -145,4 +147,25 @@ export function factsLines(facts: BusinessFacts): string[] {
     }
   }
   return lines;
+}
+
+/**
+ * The facts passage with the site's contact page as its URL (else its home page), so an answer
+ * from the business details has a Source a visitor can open; passages unchanged when there is no
+ * facts passage, no such page, or D1 cannot say.
+ */
+export async function linkFactsPassage(db: SqlDatabase, site: string, passages: readonly Passage[]): Promise<Passage[]> {
+  if (!passages.some((passage) => passage.url === FACTS_URL)) return [...passages];
+  let url: string | undefined;
+  try {
+    const rows = await db.all<{ url: string }>(
+      `SELECT url FROM chunks WHERE site = ? AND category IN ('contact', 'home') AND url LIKE 'http%'
+       ORDER BY CASE category WHEN 'contact' THEN 0 ELSE 1 END, length(url), url LIMIT 1`,
+      [site],
+    );
+    url = rows[0]?.url;
+  } catch (error) {
+    console.warn("chat for site %s: the contact page cannot be read: %s", site, error instanceof Error ? error.message : String(error));
+  }
+  return url === undefined ? [...passages] : passages.map((passage) => (passage.url === FACTS_URL ? { ...passage, url } : passage));
 }

@@ -22,7 +22,7 @@ import { type SiteRecord, loadSite } from "../store";
 import { refuseOverBudget, streamAnswer } from "./answer";
 import { contactFromConversation, mergeContact } from "./contact";
 import { type Emit, encodeEvent } from "./events";
-import { type BusinessFacts, emptyFacts, loadFacts } from "./facts";
+import { type BusinessFacts, emptyFacts, linkFactsPassage, loadFacts } from "./facts";
 import { isGap, recordGap } from "./gaps";
 import { checkOrigin, corsHeaders, preflightHeaders } from "./origin";
 import { buildPrompt, estimateTokens } from "./prompt";
@@ -205,7 +205,7 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
   const prompt = buildPrompt({
     settings,
     facts,
-    passages: retrieved.passages,
+    passages: await linkFactsPassage(db, site, retrieved.passages),
     history,
     question,
     contact: mergeContact(chat.visitor, contactFromConversation(chat.messages)),

@@ -264,10 +264,14 @@ export const WIDGET_JS = String.raw`(function () {
     box.appendChild(el("p", null, "Sources"));
     var list = el("ul");
     sources.forEach(function (source) {
-      if (!/^https?:\/\//i.test(source.url || "")) return;
       var item = el("li");
-      var link = el("a", { href: source.url, target: "_blank", rel: "noopener noreferrer" }, source.title || source.url);
-      item.appendChild(link);
+      if (/^https?:\/\//i.test(source.url || "")) {
+        item.appendChild(el("a", { href: source.url, target: "_blank", rel: "noopener noreferrer" }, source.title || source.url));
+      } else if (source.title) {
+        item.appendChild(el("span", null, source.title + " (from the business)")); // an owner's answer: no page
+      } else {
+        return;
+      }
       list.appendChild(item);
     });
     box.appendChild(list);
