@@ -14,6 +14,10 @@
     helppuff knowledge answer ID --site S (--text X | --file F)
                                                       answer a gap: an own answer titled with it
     helppuff knowledge dismiss ID --site S            take a gap off the list for good
+    helppuff knowledge upload FILE... --site S        documents (PDF, .docx, Markdown, text, up to
+                                                      10 MB each), searchable at once
+    helppuff knowledge files --site S [--json]        the uploaded files, with why one failed
+    helppuff knowledge remove-file ID|NAME --site S   take a file out
 """
 
 from __future__ import annotations
@@ -71,7 +75,73 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dismiss.add_argument("id")
     dismiss.add_argument("--site", required=True)
     dismiss.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    upload = sub.add_parser("upload", help="documents: PDF, .docx, Markdown, text (up to 10 MB each)")
+    upload.add_argument("files", nargs="+", metavar="FILE")
+    upload.add_argument("--site", required=True)
+    upload.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    files = sub.add_parser("files", help="the uploaded files")
+    files.add_argument("--site", required=True)
+    files.add_argument("--json", action="store_true")
+    files.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    unfile = sub.add_parser("remove-file", help="take an uploaded file out (by id or name)")
+    unfile.add_argument("file", metavar="ID|NAME")
+    unfile.add_argument("--site", required=True)
+    unfile.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.set_defaults(func=run)
+
+
+async def file_command(settings: Any, args: argparse.Namespace) -> Any:
+    """Run upload, files or remove-file on the knowledge base."""
+    from helppuff_crawl import files
+
+    kb, writer, embedder = _open(settings)
+    try:
+        if args.knowledge_command == "files":
+            return await files.list_files(kb, args.site)
+        if args.knowledge_command == "remove-file":
+            return await files.remove_file(kb, writer, args.site, args.file)
+        done = []
+        for path in args.files:
+            done.append(await files.upload_file(kb, writer, embedder.embed, args.site, Path(path).name,
+                                                Path(path).read_bytes()))
+        return done
+    finally:
+        await kb.close()
+
+
+def _run_files(settings: Any, args: argparse.Namespace) -> int:
+    command = args.knowledge_command
+    if command == "upload":
+        missing = [path for path in args.files if not Path(path).is_file()]
+        if missing:
+            raise UsageError(f"{missing[0]}: no such file")
+    try:
+        result = asyncio.run(file_command(settings, args))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if command == "remove-file":
+        print(f"{args.site}: file {result} removed")
+        return 0
+    if command == "files":
+        if args.json:
+            print(json.dumps(result, indent=2, ensure_ascii=False))
+            return 0
+        print(f"{args.site}: {len(result)} file{'s' if len(result) != 1 else ''}")
+        for row in result:
+            state = f"{row['chars']:,} characters" + (", cut at the limit" if row["truncated"] else "") \
+                if row["status"] == "ok" else f"failed: {row['reason']}"
+            print(f"{row['id']}  {row['name']}  ({row['kind']}, {row['bytes']:,} bytes)  {state}")
+        return 0
+    for upload in result:
+        if upload.status == "ok":
+            cut = ", cut at 300,000 characters" if upload.truncated else ""
+            print(f"{upload.name}: learned as \"{upload.title}\", {upload.chunks} passage"
+                  f"{'s' if upload.chunks != 1 else ''} ({upload.chars:,} characters{cut}), id {upload.id}")
+        elif upload.status == "unchanged":
+            print(f"{upload.name}: unchanged (the same file is already learned), id {upload.id}")
+        else:
+            print(f"{upload.name}: not learned: {upload.reason}")
+    return 1 if any(upload.status == "failed" for upload in result) else 0
 
 
 def _text_arguments(parser: argparse.ArgumentParser) -> None:
@@ -215,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
     settings = project_settings(parse_set_options(args.set))
     if args.knowledge_command in ("add", "answers", "remove", "gaps", "answer", "dismiss"):
         return _run_own_answers(settings, args)
+    if args.knowledge_command in ("upload", "files", "remove-file"):
+        return _run_files(settings, args)
     if args.knowledge_command == "status":
         report = asyncio.run(status_report(settings, args.site))
         if args.json:

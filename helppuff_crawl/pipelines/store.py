@@ -39,6 +39,7 @@ from helppuff_crawl.answers import write_own_answers
 from helppuff_crawl.batcher import EmbeddingBatcher
 from helppuff_crawl.cloudflare.pricing import neurons
 from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model
+from helppuff_crawl.files import write_files
 from helppuff_crawl.items import Page
 from helppuff_crawl.knowledge import (
     BackendConfig,
@@ -300,9 +301,11 @@ class StorePipeline:
             await self.kb.save_crawl_facts(site, {SITE_BLOCKS_KEY: list(dict.fromkeys(self._site_blocks))})
         passage_chunks = await write_facts_passage(self.kb, self.writer, self.embedder.embed, site)
         self.stats.set_value("helppuff/store/facts_passage_chunks", passage_chunks)
-        # The owner's own answers: re-embedded only when the model changed.
+        # The owner's own answers and files: re-embedded only when the model changed.
         answer_chunks = await write_own_answers(self.kb, self.writer, self.embedder.embed, site)
         self.stats.set_value("helppuff/store/own_answer_chunks", answer_chunks)
+        file_chunks = await write_files(self.kb, self.writer, self.embedder.embed, site)
+        self.stats.set_value("helppuff/store/file_chunks", file_chunks)
         # Pages unticked or gone this crawl leave the knowledge base: rows' chunks and vectors.
         removed = 0
         for url in self._leaving:

@@ -1,0 +1,136 @@
+"""Documents the owner uploads: price lists, brochures, policies the site does not have as pages.
+
+`helppuff knowledge upload FILE...` reads each file (text/documents.py: PDF, Word .docx,
+Markdown, text, up to 10 MB, distilled to at most 300,000 characters of Markdown), keeps the
+Markdown in D1 `knowledge_files`, and writes it as a page of passages at `helppuff://file/<id>`,
+searchable at once. A crawl rewrites the files' passages from the kept Markdown, so a change of
+embedding model re-embeds them without a new upload.
+
+Uploading a file of the same name again replaces it (only changed passages are embedded again);
+the same bytes again change nothing. A file that cannot be read (a scan, a broken PDF) is
+recorded as failed with the reason, and never takes away what an earlier upload of it taught.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from helppuff_crawl.knowledge import KnowledgeBase, iso, utc_now
+from helppuff_crawl.text.documents import Document, DocumentError, read_document
+from helppuff_crawl.web.categories import categorize
+from helppuff_crawl.writer import EmbedFn, KnowledgeWriter, write_passage_page
+
+logger = logging.getLogger(__name__)
+
+FILES_URL = "helppuff://file/"  # + the file's id: its page URL in `chunks`
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What became of one uploaded file."""
+
+    id: str
+    name: str
+    status: str  # "ok" | "unchanged" | "failed"
+    reason: str = ""
+    title: str = ""
+    chunks: int = 0
+    chars: int = 0
+    truncated: bool = False
+
+
+def file_url(file_id: str) -> str:
+    return f"{FILES_URL}{file_id}"
+
+
+def file_category(name: str, title: str) -> str:
+    """The category the file's passages get, from its name and title ("price-list.pdf": pricing)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", PurePath(name).stem.lower()).strip("-") or "file"
+    return categorize(f"https://file.invalid/{slug}", title)
+
+
+async def _row(kb: KnowledgeBase, site: str, name: str) -> dict[str, Any] | None:
+    rows = await kb.client.d1_query(
+        kb.database, "SELECT id, sha256, status FROM knowledge_files WHERE site = ? AND name = ?", [site, name])
+    return rows[0] if rows else None
+
+
+async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str, name: str,
+                      data: bytes) -> Upload:
+    """Read `data` (a file named `name`) and make it searchable for `site`."""
+    name = PurePath(name).name
+    digest = hashlib.sha256(data).hexdigest()
+    known = await _row(kb, site, name)
+    if known and known["sha256"] == digest and known["status"] == "ok":
+        return Upload(known["id"], name, "unchanged")
+    file_id = known["id"] if known else secrets.token_hex(4)
+    now = iso(utc_now())
+    try:
+        document = read_document(name, data)
+    except DocumentError as exc:
+        reason = str(exc)
+        if known is None or known["status"] == "failed":
+            await _save(kb, site, file_id, name, data, digest, None, "failed", reason, now)
+        logger.warning("Upload of %s for %s failed: %s", name, site, reason)
+        return Upload(file_id, name, "failed", reason)
+    await writer.ensure_index()
+    await writer.claim_site(site)
+    # Passages first: a row says "ok" only once its passages are written.
+    chunks = await write_passage_page(writer, embed, site, file_url(file_id), document.title,
+                                      file_category(name, document.title), document.markdown)
+    await _save(kb, site, file_id, name, data, digest, document, "ok", "", now)
+    return Upload(file_id, name, "ok", "", document.title, chunks, len(document.markdown), document.truncated)
+
+
+async def _save(kb: KnowledgeBase, site: str, file_id: str, name: str, data: bytes, digest: str,
+                document: Document | None, status: str, reason: str, now: str) -> None:
+    await kb.client.d1_query(
+        kb.database,
+        "INSERT INTO knowledge_files (id, site, name, title, kind, bytes, sha256, pages, chars, truncated, status, "
+        "reason, markdown, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (site, name) DO UPDATE SET title = excluded.title, kind = excluded.kind, bytes = excluded.bytes, "
+        "sha256 = excluded.sha256, pages = excluded.pages, chars = excluded.chars, truncated = excluded.truncated, "
+        "status = excluded.status, reason = excluded.reason, markdown = excluded.markdown, "
+        "updated_at = excluded.updated_at",
+        [file_id, site, name, document.title if document else "", document.kind if document else
+         PurePath(name).suffix.lower().lstrip("."), len(data), digest, document.pages if document else 0,
+         len(document.markdown) if document else 0, int(document.truncated) if document else 0, status, reason,
+         document.markdown if document else "", now, now],
+    )
+
+
+async def list_files(kb: KnowledgeBase, site: str) -> list[dict[str, Any]]:
+    return await kb.client.d1_query(
+        kb.database, "SELECT id, name, title, kind, bytes, pages, chars, truncated, status, reason, created_at, "
+                     "updated_at FROM knowledge_files WHERE site = ? ORDER BY name", [site])
+
+
+async def remove_file(kb: KnowledgeBase, writer: KnowledgeWriter, site: str, id_or_name: str) -> str:
+    """Take a file and its passages out, by id or name; returns its name."""
+    rows = await kb.client.d1_query(
+        kb.database, "SELECT id, name FROM knowledge_files WHERE site = ? AND (id = ? OR name = ?)",
+        [site, id_or_name, id_or_name])
+    if not rows:
+        raise ValueError(f"file {id_or_name!r}: no file of {site} has that id or name")
+    await writer.remove_page(site, file_url(rows[0]["id"]))
+    await kb.client.d1_query(kb.database, "DELETE FROM knowledge_files WHERE site = ? AND id = ?",
+                             [site, rows[0]["id"]])
+    return str(rows[0]["name"])
+
+
+async def write_files(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str) -> int:
+    """Rewrite every readable file's passages from its kept Markdown (after a crawl); returns chunks."""
+    rows = await kb.client.d1_query(
+        kb.database, "SELECT id, name, title, markdown FROM knowledge_files WHERE site = ? AND status = 'ok' "
+                     "ORDER BY name", [site])
+    total = 0
+    for row in rows:
+        total += await write_passage_page(writer, embed, site, file_url(row["id"]), row["title"],
+                                          file_category(row["name"], row["title"]), row["markdown"])
+    return total
