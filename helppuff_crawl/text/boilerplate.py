@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from helppuff_crawl.text.markdown import block_text, main_content, parse_html, to_markdown
+from helppuff_crawl.text.html_text import block_text, parse_html
+from helppuff_crawl.text.markdown import main_content, to_markdown
 
 logger = logging.getLogger(__name__)
 

@@ -38,13 +38,8 @@ import extruct
 import lxml.html
 from lxml import etree
 
-from helppuff_crawl.text.markdown import (
-    block_text,
-    collapse,
-    decode_html,
-    meta_description,
-    parse_html,
-)
+from helppuff_crawl.text.html_text import block_text, collapse, decode_html, parse_html
+from helppuff_crawl.text.markdown import meta_description
 
 logger = logging.getLogger(__name__)
 
