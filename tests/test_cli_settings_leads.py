@@ -49,12 +49,14 @@ def test_settings_are_stored_for_the_worker_and_shown(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ("{not json", "settings are not JSON"),
-        ("[1, 2]", "settings must be a JSON object"),
-        ('{"backend": "x"}', '"backend" must be an object'),
-        ('{"backend": {"allowedOrigins": "https://acme.com.au"}}', "allowedOrigins must be a list of origins"),
-        ('{"allowedOrigins": ["https://acme.com.au/contact"]}', "'https://acme.com.au/contact' is not an origin"),
-        ('{"backend": {"allowedOrigins": ["acme.com.au"]}}', "'acme.com.au' is not an origin"),
+        ("{not json", "not JSON: Expecting property name"),
+        ("[1, 2]", "(the file): [1, 2] is not of type 'object'"),
+        ('{"backend": "x"}', "backend: 'x' is not of type 'object'"),
+        ('{"backend": {"allowedOrigins": "https://acme.com.au"}}', "backend.allowedOrigins: 'https://acme.com.au' is not of type 'array'"),
+        ('{"allowedOrigins": ["https://acme.com.au/contact"]}',
+         "allowedOrigins.0: 'https://acme.com.au/contact' is not an origin: a scheme and a host, no path"),
+        ('{"backend": {"allowedOrigins": ["acme.com.au"]}}', "backend.allowedOrigins.0: 'acme.com.au' is not an origin"),
+        ('{"prompt": "Hi"}', '(\'prompt\' was unexpected) (the answering settings go inside "backend": {...})'),
     ],
 )
 def test_bad_settings_are_refused_and_nothing_is_stored(tmp_path: Path, text: str, error: str) -> None:

@@ -13,6 +13,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.cli import UsageError
@@ -99,11 +100,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude", action="append", default=None, help="glob unticking pages (repeatable)")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy/HELPPUFF setting")
     parser.add_argument("--json", action="store_true", help="print the run as JSON")
+    parser.add_argument("--config", metavar="HELPPUFF_JSON",
+                        help="helppuff.json: its knowledge.website sets the arguments above that are not given")
     parser.set_defaults(func=run, scrapy_logging=True)
 
 
 def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The spider's arguments: those given on the command line, else helppuff.json's (--config)."""
     spider_args: dict[str, Any] = {"url": args.url}
+    if getattr(args, "config", None):
+        from helppuff_crawl.config import ConfigError, read_config, website_arguments
+
+        try:
+            configured = website_arguments(read_config(Path(args.config)))
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
+        for name, value in configured.items():
+            spider_args[name] = ",".join(value) if isinstance(value, list) else str(value)
     if args.site:
         spider_args["site"] = args.site
     if getattr(args, "max_pages", None):

@@ -3,10 +3,10 @@
     helppuff settings show --site S [--json]    the stored settings, or that the defaults apply
     helppuff settings set --site S FILE         store FILE (helppuff.json, or - for stdin)
 
-The Worker reads `site_settings` on every request, so a change applies at once. Each field is
-checked there too (a bad one keeps its default and is reported); here the file must be a JSON
-object, and `allowedOrigins`, which decides whether the widget works on the owner's site at
-all, must list origins ("https://acme.com.au": a scheme and a host, no path).
+The Worker reads `site_settings` on every request, so a change applies at once. The file is
+checked first against helppuff.json's schema (helppuff_crawl/config.py), every problem named by
+its field, so a mistake such as an `allowedOrigins` entry with a path, which would leave the
+widget refused on the owner's site, is caught before it is stored.
 """
 
 from __future__ import annotations
@@ -14,16 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
+from helppuff_crawl.config import ConfigError, parse_config
 
 MAX_SETTINGS_BYTES = 64 * 1024
-_ORIGIN = re.compile(r"^https?://[^/\s?#]+$", re.IGNORECASE)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,29 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def check_settings(text: str) -> dict[str, Any]:
-    """The settings as a JSON object; ValueError naming what is wrong."""
+    """The settings as a checked helppuff.json object; ValueError naming every problem's field."""
     if len(text.encode("utf-8")) > MAX_SETTINGS_BYTES:
         raise ValueError(f"settings must be at most {MAX_SETTINGS_BYTES} bytes")
     try:
-        root = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"settings are not JSON: {exc}") from exc
-    if not isinstance(root, dict):
-        raise ValueError("settings must be a JSON object, like {\"backend\": {...}}")
-    backend = root.get("backend", root)
-    if not isinstance(backend, dict):
-        raise ValueError("\"backend\" must be an object")
-    for where in (root, backend):
-        origins = where.get("allowedOrigins")
-        if origins is None:
-            continue
-        if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
-            raise ValueError("allowedOrigins must be a list of origins, like [\"https://acme.com.au\"]")
-        bad = [o for o in origins if not _ORIGIN.match(o.strip())]
-        if bad:
-            raise ValueError(f"allowedOrigins: {bad[0]!r} is not an origin (a scheme and a host, no path), "
-                             "like \"https://acme.com.au\"")
-    return root
+        return parse_config(text, "settings")
+    except ConfigError as exc:
+        raise ValueError("; ".join(exc.problems)) from exc
 
 
 async def _show(settings: Any, site: str) -> dict[str, Any] | None:
