@@ -1,6 +1,6 @@
 """Documents the owner uploads: price lists, brochures, policies the site does not have as pages.
 
-`helppuff knowledge upload FILE...` reads each file (text/documents.py: PDF, Word .docx,
+`helppuff knowledge upload FILE...` (or helppuff.json's knowledge.files, `helppuff config apply`) reads each file (text/documents.py: PDF, Word .docx,
 Markdown, text, up to 10 MB, distilled to at most 300,000 characters of Markdown), keeps the
 Markdown in D1 `knowledge_files`, and writes it as a page of passages at `helppuff://file/<id>`,
 searchable at once. A crawl rewrites the files' passages from the kept Markdown, so a change of
@@ -17,8 +17,9 @@ import hashlib
 import logging
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 from helppuff_crawl.knowledge import KnowledgeBase, iso, utc_now
@@ -57,17 +58,23 @@ def file_category(name: str, title: str) -> str:
 
 async def _row(kb: KnowledgeBase, site: str, name: str) -> dict[str, Any] | None:
     rows = await kb.client.d1_query(
-        kb.database, "SELECT id, sha256, status FROM knowledge_files WHERE site = ? AND name = ?", [site, name])
+        kb.database, "SELECT id, sha256, status, listed FROM knowledge_files WHERE site = ? AND name = ?", [site, name])
     return rows[0] if rows else None
 
 
 async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str, name: str,
-                      data: bytes) -> Upload:
-    """Read `data` (a file named `name`) and make it searchable for `site`."""
+                      data: bytes, *, listed: bool = False) -> Upload:
+    """Read `data` (a file named `name`) and make it searchable for `site`.
+
+    `listed`: the file comes from helppuff.json's knowledge.files (`apply_listed_files`); a file
+    once listed stays so until it is removed.
+    """
     name = PurePath(name).name
     digest = hashlib.sha256(data).hexdigest()
     known = await _row(kb, site, name)
     if known and known["sha256"] == digest and known["status"] == "ok":
+        if listed and not known["listed"]:
+            await kb.client.d1_query(kb.database, "UPDATE knowledge_files SET listed = 1 WHERE id = ?", [known["id"]])
         return Upload(known["id"], name, "unchanged")
     file_id = known["id"] if known else secrets.token_hex(4)
     now = iso(utc_now())
@@ -76,7 +83,7 @@ async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     except DocumentError as exc:
         reason = str(exc)
         if known is None or known["status"] == "failed":
-            await _save(kb, site, file_id, name, data, digest, None, "failed", reason, now)
+            await _save(kb, site, file_id, name, data, digest, None, "failed", reason, now, listed)
         logger.warning("Upload of %s for %s failed: %s", name, site, reason)
         return Upload(file_id, name, "failed", reason)
     await writer.ensure_index()
@@ -84,31 +91,31 @@ async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     # Passages first: a row says "ok" only once its passages are written.
     chunks = await write_passage_page(writer, embed, site, file_url(file_id), document.title,
                                       file_category(name, document.title), document.markdown)
-    await _save(kb, site, file_id, name, data, digest, document, "ok", "", now)
+    await _save(kb, site, file_id, name, data, digest, document, "ok", "", now, listed)
     return Upload(file_id, name, "ok", "", document.title, chunks, len(document.markdown), document.truncated)
 
 
 async def _save(kb: KnowledgeBase, site: str, file_id: str, name: str, data: bytes, digest: str,
-                document: Document | None, status: str, reason: str, now: str) -> None:
+                document: Document | None, status: str, reason: str, now: str, listed: bool) -> None:
     await kb.client.d1_query(
         kb.database,
         "INSERT INTO knowledge_files (id, site, name, title, kind, bytes, sha256, pages, chars, truncated, status, "
-        "reason, markdown, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "reason, markdown, created_at, updated_at, listed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (site, name) DO UPDATE SET title = excluded.title, kind = excluded.kind, bytes = excluded.bytes, "
         "sha256 = excluded.sha256, pages = excluded.pages, chars = excluded.chars, truncated = excluded.truncated, "
         "status = excluded.status, reason = excluded.reason, markdown = excluded.markdown, "
-        "updated_at = excluded.updated_at",
+        "updated_at = excluded.updated_at, listed = MAX(listed, excluded.listed)",
         [file_id, site, name, document.title if document else "", document.kind if document else
          PurePath(name).suffix.lower().lstrip("."), len(data), digest, document.pages if document else 0,
          len(document.markdown) if document else 0, int(document.truncated) if document else 0, status, reason,
-         document.markdown if document else "", now, now],
+         document.markdown if document else "", now, now, int(listed)],
     )
 
 
 async def list_files(kb: KnowledgeBase, site: str) -> list[dict[str, Any]]:
     return await kb.client.d1_query(
-        kb.database, "SELECT id, name, title, kind, bytes, pages, chars, truncated, status, reason, created_at, "
-                     "updated_at FROM knowledge_files WHERE site = ? ORDER BY name", [site])
+        kb.database, "SELECT id, name, title, kind, bytes, pages, chars, truncated, status, reason, listed, "
+                     "created_at, updated_at FROM knowledge_files WHERE site = ? ORDER BY name", [site])
 
 
 async def remove_file(kb: KnowledgeBase, writer: KnowledgeWriter, site: str, id_or_name: str) -> str:
@@ -134,3 +141,25 @@ async def write_files(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
         total += await write_passage_page(writer, embed, site, file_url(row["id"]), row["title"],
                                           file_category(row["name"], row["title"]), row["markdown"])
     return total
+
+
+async def apply_listed_files(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str,
+                             paths: Sequence[Path]) -> tuple[list[Upload], list[str]]:
+    """Make the site's listed files what `paths` says (helppuff.json's knowledge.files): each read
+    and uploaded (unchanged ones cost nothing), and files listed before but not now removed.
+    Files uploaded by hand are left alone. Returns the uploads and the names removed; a path that
+    cannot be read is a failed Upload, and its earlier version stays."""
+    uploads = []
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            uploads.append(Upload("", path.name, "failed", f"cannot read the file: {exc.strerror or exc}"))
+            continue
+        uploads.append(await upload_file(kb, writer, embed, site, path.name, data, listed=True))
+    wanted = {path.name for path in paths}
+    removed = []
+    for row in await list_files(kb, site):
+        if row["listed"] and row["name"] not in wanted:
+            removed.append(await remove_file(kb, writer, site, row["id"]))
+    return uploads, removed

@@ -85,3 +85,42 @@ def test_crawl_takes_knowledge_website_from_the_config_and_the_command_line_wins
     refused = run_helppuff(tmp_path, "crawl", server.url, "--config", str(broken))
     assert refused.returncode == 2
     assert "knowledge.website.maxPages: 5000 is greater than the maximum of 1000" in refused.stderr
+
+
+def test_config_apply_stores_the_settings_and_keeps_the_listed_files_in_step(tmp_path: Path) -> None:
+    docs = tmp_path / "site"
+    docs.mkdir()
+    (docs / "parking.md").write_text("# Parking\n\nTwo free spaces behind the workshop.\n", encoding="utf-8")
+    (docs / "vouchers.txt").write_text("Gift vouchers\nSold at the front counter.\n", encoding="utf-8")
+    (docs / "by-hand.md").write_text("# Warranty\n\nTwelve months on workmanship.\n", encoding="utf-8")
+    config = docs / "helppuff.json"
+
+    def apply(files: list[str]) -> Any:
+        config.write_text(json.dumps({"backend": {"allowNoOrigin": True}, "knowledge": {"files": files}}), encoding="utf-8")
+        return run_helppuff(tmp_path, "config", "apply", str(config), "--site", "acme")
+
+    def files() -> dict[str, Any]:
+        listed = run_helppuff(tmp_path, "knowledge", "files", "--site", "acme", "--json")
+        return {row["name"]: (row["status"], row["listed"]) for row in json.loads(listed.stdout)}
+
+    first = apply(["parking.md", "vouchers.txt"])
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout.splitlines()[1:] == ["  parking.md: learned, 1 passage", "  vouchers.txt: learned, 1 passage"]
+    stored = json.loads(run_helppuff(tmp_path, "settings", "show", "--site", "acme", "--json").stdout)["settings"]
+    assert stored["backend"] == {"allowNoOrigin": True}
+    hand = run_helppuff(tmp_path, "knowledge", "upload", str(docs / "by-hand.md"), "--site", "acme")
+    assert hand.returncode == 0, hand.stderr
+    # vouchers.txt taken out of the list, parking.md changed, a listed file missing: only what the list says moves.
+    (docs / "parking.md").write_text("# Parking\n\nThree free spaces behind the workshop.\n", encoding="utf-8")
+    second = apply(["parking.md", "gone.pdf"])
+    assert second.returncode == 1
+    assert second.stdout.splitlines()[1:] == [
+        "  parking.md: learned, 1 passage",
+        "  gone.pdf: not learned: cannot read the file: No such file or directory",
+        "  vouchers.txt: removed (no longer in knowledge.files)",
+    ]
+    assert files() == {"parking.md": ("ok", 1), "by-hand.md": ("ok", 0)}
+    texts = [row["text"] for row in kb_rows(tmp_path / "kb", "SELECT text FROM chunks WHERE url LIKE 'helppuff://file/%'")]
+    assert any("Three free spaces" in text for text in texts) and not any("Two free spaces" in text for text in texts)
+    again = apply(["parking.md"])
+    assert again.stdout.splitlines()[1:] == ["  parking.md: unchanged"]

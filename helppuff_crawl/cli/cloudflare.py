@@ -46,11 +46,11 @@ async def apply_migrations(client: Any, database: str) -> list[str]:
 
 
 async def setup(settings: Any, site: str) -> dict[str, Any]:
-    from helppuff_crawl.cli.knowledge import _open
+    from helppuff_crawl.cli.knowledge import open_knowledge
     from helppuff_crawl.knowledge import BackendConfig
 
     backend = BackendConfig.from_settings(settings)
-    kb, writer, _ = _open(settings)
+    kb, writer, _ = open_knowledge(settings)
     try:
         database = backend.database
         if backend.remote:

@@ -2,6 +2,10 @@
 
     helppuff config check FILE    every problem, naming its field (exit 1), or that it is fine
     helppuff config schema        the JSON Schema it is checked against (editors can use it)
+    helppuff config apply FILE --site S
+                                  store its settings for the Worker, and make the site's listed
+                                  documents what knowledge.files says (new and changed ones
+                                  uploaded, ones taken out of the list removed)
 
 `helppuff settings set --site S FILE` stores the file for the Worker, `helppuff crawl URL
 --config FILE` crawls as its knowledge.website says; both check it the same way first.
@@ -10,9 +14,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
+from helppuff_crawl.cli import UsageError
+from helppuff_crawl.cli.crawl import parse_set_options, project_settings
 from helppuff_crawl.config import ConfigError, read_config, schema
 
 
@@ -22,10 +30,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check = sub.add_parser("check", help="check a helppuff.json, naming every problem's field")
     check.add_argument("file")
     sub.add_parser("schema", help="print the JSON Schema helppuff.json is checked against")
+    apply = sub.add_parser("apply", help="store the settings and upload knowledge.files (removing files taken out)")
+    apply.add_argument("file")
+    apply.add_argument("--site", required=True)
+    apply.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.set_defaults(func=run)
 
 
+async def apply_config(settings: Any, site: str, path: Path, config: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    """Store `config` as the site's settings and apply its knowledge.files (paths relative to the file)."""
+    from helppuff_crawl.cli.knowledge import open_knowledge
+    from helppuff_crawl.files import apply_listed_files
+
+    kb, writer, embedder = open_knowledge(settings)
+    try:
+        await kb.set_site_settings(site, json.dumps(config, ensure_ascii=False, sort_keys=True))
+        files = [path.parent / name for name in config.get("knowledge", {}).get("files", [])]
+        return await apply_listed_files(kb, writer, embedder.embed, site, files)
+    finally:
+        await kb.close()
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.config_command == "apply":
+        return _apply(args)
     if args.config_command == "schema":
         print(json.dumps(schema(), indent=2, ensure_ascii=False))
         return 0
@@ -38,3 +66,21 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"{args.file}: fine")
     return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        config = read_config(path)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    uploads, removed = asyncio.run(apply_config(project_settings(parse_set_options(args.set)), args.site, path, config))
+    print(f"{args.site}: settings stored; the Worker uses them from its next request")
+    for upload in uploads:
+        passages = f"{upload.chunks} passage{'s' if upload.chunks != 1 else ''}"
+        detail = {"ok": f"learned, {passages}", "unchanged": "unchanged"}.get(
+            upload.status, f"not learned: {upload.reason}")
+        print(f"  {upload.name}: {detail}")
+    for name in removed:
+        print(f"  {name}: removed (no longer in knowledge.files)")
+    return 1 if any(upload.status == "failed" for upload in uploads) else 0

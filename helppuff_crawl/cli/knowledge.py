@@ -94,7 +94,7 @@ async def file_command(settings: Any, args: argparse.Namespace) -> Any:
     """Run upload, files or remove-file on the knowledge base."""
     from helppuff_crawl import files
 
-    kb, writer, embedder = _open(settings)
+    kb, writer, embedder = open_knowledge(settings)
     try:
         if args.knowledge_command == "files":
             return await files.list_files(kb, args.site)
@@ -164,7 +164,7 @@ async def own_answers(settings: Any, command: str, args: argparse.Namespace) -> 
     """Run one of add, answers, remove, gaps, answer, dismiss on the knowledge base."""
     from helppuff_crawl import answers
 
-    kb, writer, embedder = _open(settings)
+    kb, writer, embedder = open_knowledge(settings)
     try:
         if command == "add":
             return await answers.add_answer(kb, writer, embedder.embed, args.site, args.title, _answer_text(args))
@@ -210,7 +210,7 @@ def _run_own_answers(settings: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(settings: Any) -> tuple[Any, Any, Any]:
+def open_knowledge(settings: Any) -> tuple[Any, Any, Any]:
     from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model
     from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
     from helppuff_crawl.writer import KnowledgeWriter
@@ -228,7 +228,7 @@ def _open(settings: Any) -> tuple[Any, Any, Any]:
 async def status_report(settings: Any, site: str | None) -> dict[str, Any]:
     from helppuff_crawl.knowledge import utc_now
 
-    kb, writer, _ = _open(settings)
+    kb, writer, _ = open_knowledge(settings)
     try:
         sites = [site] if site else await kb.sites()
         day = utc_now().strftime("%Y-%m-%d")
@@ -263,7 +263,7 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
     from helppuff_crawl.sitefacts import parse_owner_value
     from helppuff_crawl.writer import write_facts_passage
 
-    kb, writer, embedder = _open(settings)
+    kb, writer, embedder = open_knowledge(settings)
     try:
         await kb.set_owner_fact(site, key, parse_owner_value(value))
         await writer.ensure_index()
@@ -274,7 +274,7 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
 
 
 async def list_facts(settings: Any, site: str) -> list[dict[str, Any]]:
-    kb, _, _ = _open(settings)
+    kb, _, _ = open_knowledge(settings)
     try:
         return [{**row, "value": json.loads(row["value"])} for row in await kb.facts(site)]
     finally:
