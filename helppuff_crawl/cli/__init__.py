@@ -12,7 +12,7 @@ import logging
 import sys
 
 _COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "serve", "search",
-             "settings", "leads", "config")
+             "settings", "leads", "config", "schedule")
 
 
 class UsageError(Exception):

@@ -1,0 +1,108 @@
+"""Recrawls on a schedule: which sites are due, from their helppuff.json and their last runs.
+
+`helppuff schedule` (run it from cron, or in a loop in the crawl container) looks at every site
+that has been crawled: its schedule is the stored helppuff.json's `knowledge.website.schedule`
+(daily, weekly, monthly or never; weekly when unset), its home page the start URL of its latest
+run. A site is due when its last finished crawl is older than the schedule's interval, or when it
+never finished one. It is not due while a crawl of it is running (a run whose process is gone is
+marked failed first, as a crawl's start does), nor within an hour of a failed attempt, so a site
+that is down is not hammered.
+
+`decide` is pure; `plan` reads the knowledge base.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from helppuff_crawl.knowledge import KnowledgeBase, iso, parse_iso
+
+logger = logging.getLogger(__name__)
+
+INTERVALS: dict[str, timedelta | None] = {
+    "daily": timedelta(days=1), "weekly": timedelta(days=7), "monthly": timedelta(days=30), "never": None,
+}
+DEFAULT_SCHEDULE = "weekly"
+RETRY_AFTER_FAILURE = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class SiteDue:
+    """One site's verdict: whether to crawl it now, and why."""
+
+    site: str
+    start_url: str
+    schedule: str
+    due: bool
+    why: str
+    config: dict[str, Any] | None  # the stored helppuff.json, when there is one
+
+
+def _parse(stamp: str | None) -> datetime | None:
+    return parse_iso(stamp) if stamp else None
+
+
+def _ago(delta: timedelta) -> str:
+    days = delta.days
+    if days >= 1:
+        return f"{days} day{'s' if days != 1 else ''} ago"
+    hours = int(delta.total_seconds() // 3600)
+    return f"{hours} hour{'s' if hours != 1 else ''} ago" if hours else "less than an hour ago"
+
+
+def decide(schedule: str, last: dict[str, Any] | None, last_done: dict[str, Any] | None,
+           now: datetime) -> tuple[bool, str]:
+    """Whether a site is due, and why, from its schedule, its latest run and its latest done run."""
+    interval = INTERVALS[schedule]
+    if interval is None:
+        return False, "schedule: never"
+    if last is not None and last["status"] == "running":
+        return False, f"a crawl is running (run {last['id']})"
+    if last is not None and last["status"] == "failed":
+        tried = _parse(last["started_at"])
+        if tried is not None and now - tried < RETRY_AFTER_FAILURE:
+            return False, f"the last crawl failed {_ago(now - tried)}; next try after {iso(tried + RETRY_AFTER_FAILURE)}"
+    finished = _parse(last_done["finished_at"]) if last_done else None
+    if finished is None:
+        return True, "never crawled to the end"
+    if now - finished >= interval:
+        return True, f"last crawled {_ago(now - finished)} ({schedule})"
+    return False, f"next crawl due {iso(finished + interval)} ({schedule})"
+
+
+def site_schedule(settings_text: str | None) -> tuple[str, dict[str, Any] | None]:
+    """The schedule a stored helppuff.json sets (weekly when unset or unreadable), and the config."""
+    if not settings_text:
+        return DEFAULT_SCHEDULE, None
+    try:
+        config = json.loads(settings_text)
+    except ValueError:
+        return DEFAULT_SCHEDULE, None
+    if not isinstance(config, dict):
+        return DEFAULT_SCHEDULE, None
+    knowledge = config.get("knowledge")
+    website = knowledge.get("website") if isinstance(knowledge, dict) else None
+    schedule = website.get("schedule") if isinstance(website, dict) else None
+    return (schedule if schedule in INTERVALS else DEFAULT_SCHEDULE), config
+
+
+async def plan(kb: KnowledgeBase, now: datetime, stale_after: float) -> list[SiteDue]:
+    """Every crawled site's verdict, in site order."""
+    await kb.reap_dead_runs(stale_after, now)
+    verdicts = []
+    for site in await kb.sites():
+        last = await kb.last_run(site)
+        if last is None:
+            continue  # pages without a run: nothing says where to start
+        done = await kb.client.d1_query(
+            kb.database, "SELECT * FROM crawl_runs WHERE site = ? AND status = 'done' "
+                         "ORDER BY finished_at DESC, id DESC LIMIT 1", [site])
+        stored = await kb.site_settings(site)
+        schedule, config = site_schedule(stored["settings"] if stored else None)
+        due, why = decide(schedule, last, done[0] if done else None, now)
+        verdicts.append(SiteDue(site, last["start_url"], schedule, due, why, config))
+    return verdicts

@@ -1,0 +1,100 @@
+"""Scheduled recrawls: which sites are due (a pure decision, table-tested), and `helppuff
+schedule` crawling the due one of three sites on the local knowledge base."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helppuff_crawl.knowledge import iso, parse_iso, utc_now
+from helppuff_crawl.schedule import decide, site_schedule
+from tests.conftest import kb_rows, run_helppuff
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def _run(status: str, started: str, finished: str | None = None, run_id: str = "r1") -> dict[str, Any]:
+    return {"id": run_id, "status": status, "started_at": started, "finished_at": finished}
+
+
+DONE_8_DAYS_AGO = _run("done", "2026-11-22T11:00:00Z", "2026-11-22T11:30:00Z")
+DONE_YESTERDAY = _run("done", "2026-11-29T11:00:00Z", "2026-11-29T11:30:00Z")
+
+
+@pytest.mark.parametrize(
+    ("schedule", "last", "last_done", "due", "why"),
+    [
+        ("weekly", DONE_8_DAYS_AGO, DONE_8_DAYS_AGO, True, "last crawled 8 days ago (weekly)"),
+        ("weekly", DONE_YESTERDAY, DONE_YESTERDAY, False, "next crawl due 2026-12-06T11:30:00Z (weekly)"),
+        ("daily", DONE_YESTERDAY, DONE_YESTERDAY, True, "last crawled 1 day ago (daily)"),
+        ("monthly", DONE_8_DAYS_AGO, DONE_8_DAYS_AGO, False, "next crawl due 2026-12-22T11:30:00Z (monthly)"),
+        ("never", DONE_8_DAYS_AGO, DONE_8_DAYS_AGO, False, "schedule: never"),
+        ("weekly", _run("running", "2026-11-30T11:50:00Z", run_id="r2"), DONE_8_DAYS_AGO, False,
+         "a crawl is running (run r2)"),
+        ("weekly", _run("failed", "2026-11-30T11:30:00Z", "2026-11-30T11:31:00Z"), DONE_8_DAYS_AGO, False,
+         "the last crawl failed less than an hour ago; next try after 2026-11-30T12:30:00Z"),
+        ("weekly", _run("failed", "2026-11-30T09:00:00Z", "2026-11-30T09:01:00Z"), DONE_8_DAYS_AGO, True,
+         "last crawled 8 days ago (weekly)"),
+        ("weekly", _run("failed", "2026-11-29T09:00:00Z", "2026-11-29T09:01:00Z"), None, True,
+         "never crawled to the end"),
+    ],
+)
+def test_decide(schedule: str, last: dict[str, Any], last_done: dict[str, Any] | None, due: bool, why: str) -> None:
+    assert decide(schedule, last, last_done, NOW) == (due, why)
+
+
+@pytest.mark.parametrize(
+    ("text", "schedule"),
+    [
+        (None, "weekly"),
+        ("not json", "weekly"),
+        ('{"backend": {}}', "weekly"),
+        ('{"knowledge": {"website": {"schedule": "daily"}}}', "daily"),
+        ('{"knowledge": {"website": {"schedule": "hourly"}}}', "weekly"),
+        ('{"knowledge": "x"}', "weekly"),
+    ],
+)
+def test_site_schedule(text: str | None, schedule: str) -> None:
+    assert site_schedule(text)[0] == schedule
+
+
+def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    config = tmp_path / "helppuff.json"
+    config.write_text(json.dumps({"knowledge": {"website": {"schedule": "weekly", "renderJs": "never"}}}))
+    assert run_helppuff(tmp_path, "settings", "set", str(config), "--site", "acme").returncode == 0
+    first = run_helppuff(tmp_path, "crawl", server.url, "--site", "acme", "--config", str(config))
+    assert first.returncode == 0, first.stderr
+    yesterday = iso(utc_now() - timedelta(days=1))
+    with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:
+        # acme's crawl was 8 days ago; "recent" finished yesterday; "quiet" is never recrawled.
+        db.execute("UPDATE crawl_runs SET started_at = '2026-11-01T10:00:00Z', finished_at = '2026-11-01T10:05:00Z'")
+        for site, finished in (("recent", yesterday), ("quiet", "2026-11-01T10:05:00Z")):
+            db.execute("INSERT INTO crawl_runs (id, site, start_url, status, started_at, finished_at, heartbeat_at) "
+                       "VALUES (?, ?, 'http://127.0.0.1:9/', 'done', ?, ?, ?)", [f"run-{site}", site, finished,
+                                                                               finished, finished])
+        db.execute("INSERT INTO site_settings (site, settings, updated_at) VALUES "
+                   "('quiet', '{\"knowledge\": {\"website\": {\"schedule\": \"never\"}}}', '2026-11-01T10:00:00Z')")
+    planned = json.loads(run_helppuff(tmp_path, "schedule", "--dry-run", "--json").stdout)
+    assert [(p["site"], p["due"], p["schedule"]) for p in planned] == [
+        ("acme", True, "weekly"), ("quiet", False, "never"), ("recent", False, "weekly")]
+    assert len(kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE site = 'acme'")) == 1  # dry run: nothing
+
+    scheduled = run_helppuff(tmp_path, "schedule")
+    assert scheduled.returncode == 0, scheduled.stdout + scheduled.stderr
+    lines = scheduled.stdout.splitlines()
+    assert lines[0].startswith("acme: due: last crawled") and "; crawled: run " in lines[0] and "done (finished)" in lines[0]
+    next_due = iso(parse_iso(yesterday) + timedelta(days=7))
+    assert lines[1:] == ["quiet: not due: schedule: never", f"recent: not due: next crawl due {next_due} (weekly)"]
+    runs = kb_rows(tmp_path / "kb", "SELECT status, started_at FROM crawl_runs WHERE site = 'acme' ORDER BY started_at")
+    assert [run["status"] for run in runs] == ["done", "done"] and runs[1]["started_at"] > "2026-11-01"
+    # The stored helppuff.json was the crawl's config: renderJs never.
+    assert kb_rows(tmp_path / "kb", "SELECT COUNT(*) AS n FROM pages WHERE site = 'acme' AND rendered = 1")[0]["n"] == 0
+    # Crawled now: not due again.
+    again = json.loads(run_helppuff(tmp_path, "schedule", "--dry-run", "--json").stdout)
+    assert again[0]["due"] is False and again[0]["why"].startswith("next crawl due")
