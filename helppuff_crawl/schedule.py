@@ -4,7 +4,8 @@
 that has been crawled: its schedule is the stored helppuff.json's `knowledge.website.schedule`
 (daily, weekly, monthly or never; weekly when unset), its home page the start URL of its latest
 run. A site is due when its last finished crawl is older than the schedule's interval, or when it
-never finished one. It is not due while a crawl of it is running (a run whose process is gone is
+never finished one, or when it asked to be recrawled (POST /v1/sites/:site/recrawl, queued in
+D1 crawl_requests; this wins over the schedule, "never" included). It is not due while a crawl of it is running (a run whose process is gone is
 marked failed first, as a crawl's start does), nor within an hour of a failed attempt, so a site
 that is down is not hammered.
 
@@ -40,6 +41,7 @@ class SiteDue:
     due: bool
     why: str
     config: dict[str, Any] | None  # the stored helppuff.json, when there is one
+    request: str | None = None  # the pending recrawl request (crawl_requests.id), if any
 
 
 def _parse(stamp: str | None) -> datetime | None:
@@ -55,17 +57,22 @@ def _ago(delta: timedelta) -> str:
 
 
 def decide(schedule: str, last: dict[str, Any] | None, last_done: dict[str, Any] | None,
-           now: datetime) -> tuple[bool, str]:
-    """Whether a site is due, and why, from its schedule, its latest run and its latest done run."""
+           now: datetime, requested: dict[str, Any] | None = None) -> tuple[bool, str]:
+    """Whether a site is due, and why, from its schedule, its latest run, its latest done run and
+    its pending recrawl request (which makes it due whatever the schedule)."""
     interval = INTERVALS[schedule]
-    if interval is None:
-        return False, "schedule: never"
     if last is not None and last["status"] == "running":
         return False, f"a crawl is running (run {last['id']})"
     if last is not None and last["status"] == "failed":
         tried = _parse(last["started_at"])
         if tried is not None and now - tried < RETRY_AFTER_FAILURE:
             return False, f"the last crawl failed {_ago(now - tried)}; next try after {iso(tried + RETRY_AFTER_FAILURE)}"
+    if requested is not None:
+        asked = requested["asked"]
+        return True, (f"a recrawl was requested {_ago(now - parse_iso(requested['requested_at']))}"
+                      f"{f' ({asked} times)' if asked > 1 else ''}")
+    if interval is None:
+        return False, "schedule: never"
     finished = _parse(last_done["finished_at"]) if last_done else None
     if finished is None:
         return True, "never crawled to the end"
@@ -103,6 +110,19 @@ async def plan(kb: KnowledgeBase, now: datetime, stale_after: float) -> list[Sit
                          "ORDER BY finished_at DESC, id DESC LIMIT 1", [site])
         stored = await kb.site_settings(site)
         schedule, config = site_schedule(stored["settings"] if stored else None)
-        due, why = decide(schedule, last, done[0] if done else None, now)
-        verdicts.append(SiteDue(site, last["start_url"], schedule, due, why, config))
+        pending = await kb.client.d1_query(
+            kb.database, "SELECT id, asked, requested_at FROM crawl_requests WHERE site = ? AND handled_at IS NULL",
+            [site])
+        requested = pending[0] if pending else None
+        due, why = decide(schedule, last, done[0] if done else None, now, requested)
+        verdicts.append(SiteDue(site, last["start_url"], schedule, due, why, config,
+                                requested["id"] if requested else None))
     return verdicts
+
+
+async def mark_request_handled(kb: KnowledgeBase, site: str, request_id: str, now: datetime) -> None:
+    """After a crawl that answered a recrawl request: the request is handled, by the site's latest run."""
+    await kb.client.d1_query(
+        kb.database, "UPDATE crawl_requests SET handled_at = ?, run_id = (SELECT id FROM crawl_runs WHERE site = ? "
+                     "ORDER BY started_at DESC, id DESC LIMIT 1) WHERE id = ? AND handled_at IS NULL",
+        [iso(now), site, request_id])

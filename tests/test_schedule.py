@@ -48,6 +48,23 @@ def test_decide(schedule: str, last: dict[str, Any], last_done: dict[str, Any] |
     assert decide(schedule, last, last_done, NOW) == (due, why)
 
 
+REQUEST = {"id": "q1", "asked": 3, "requested_at": "2026-11-30T09:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("schedule", "last", "due", "why"),
+    [
+        ("never", DONE_YESTERDAY, True, "a recrawl was requested 3 hours ago (3 times)"),
+        ("weekly", DONE_YESTERDAY, True, "a recrawl was requested 3 hours ago (3 times)"),
+        ("weekly", _run("running", "2026-11-30T11:50:00Z", run_id="r2"), False, "a crawl is running (run r2)"),
+        ("weekly", _run("failed", "2026-11-30T11:30:00Z", "2026-11-30T11:31:00Z"), False,
+         "the last crawl failed less than an hour ago; next try after 2026-11-30T12:30:00Z"),
+    ],
+)
+def test_a_recrawl_request_wins_over_the_schedule(schedule: str, last: dict[str, Any], due: bool, why: str) -> None:
+    assert decide(schedule, last, DONE_YESTERDAY, NOW, REQUEST) == (due, why)
+
+
 @pytest.mark.parametrize(
     ("text", "schedule"),
     [
@@ -98,3 +115,13 @@ def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None: 
     # Crawled now: not due again.
     again = json.loads(run_helppuff(tmp_path, "schedule", "--dry-run", "--json").stdout)
     assert again[0]["due"] is False and again[0]["why"].startswith("next crawl due")
+    # Until the site asks for a recrawl (as the Worker's POST /v1/sites/acme/recrawl records it).
+    with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:
+        db.execute("INSERT INTO crawl_requests (id, site, urls, asked, requested_at, last_at) "
+                   "VALUES ('q1', 'acme', '[]', 2, ?, ?)", [iso(utc_now()), iso(utc_now())])
+    requested = run_helppuff(tmp_path, "schedule")
+    assert requested.returncode == 0, requested.stdout + requested.stderr
+    assert requested.stdout.startswith("acme: due: a recrawl was requested less than an hour ago (2 times); crawled: run ")
+    latest = kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE site = 'acme' ORDER BY started_at DESC, id DESC")[0]
+    handled = kb_rows(tmp_path / "kb", "SELECT handled_at, run_id FROM crawl_requests WHERE id = 'q1'")[0]
+    assert handled["handled_at"] and handled["run_id"] == latest["id"]

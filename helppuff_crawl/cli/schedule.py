@@ -2,7 +2,8 @@
 
     helppuff schedule [--dry-run] [--json]
 
-Run it from cron (hourly is plenty) or in a loop in the crawl container. Each due site is crawled
+Run it from cron (hourly is plenty) or in a loop in the crawl container. A site's pending recrawl
+request (POST /v1/sites/:site/recrawl) is marked handled once its crawl is done. Each due site is crawled
 by `helppuff crawl START_URL --site S` in a process of its own, with its stored helppuff.json as
 --config, so one site's failure never stops the next. Exit status 1 when a crawl failed.
 """
@@ -41,6 +42,17 @@ async def _plan(settings: Any) -> list[Any]:
         await kb.close()
 
 
+async def _handled(settings: Any, site: str, request_id: str) -> None:
+    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, utc_now
+    from helppuff_crawl.schedule import mark_request_handled
+
+    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
+    try:
+        await mark_request_handled(kb, site, request_id, utc_now())
+    finally:
+        await kb.close()
+
+
 def _crawl(verdict: Any, set_options: list[str]) -> tuple[int, str]:
     """Crawl one due site in a process of its own; (exit status, its last line of output)."""
     helppuff = str(Path(sys.executable).parent / "helppuff")
@@ -69,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
             status, line = _crawl(verdict, args.set)
             entry["crawl"] = {"exit_status": status, "result": line}
             failed = failed or status != 0
+            if status == 0 and verdict.request is not None:
+                asyncio.run(_handled(settings, verdict.site, verdict.request))
         results[verdict.site] = entry
     if args.json:
         print(json.dumps(list(results.values()), indent=2))

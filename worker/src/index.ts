@@ -11,20 +11,25 @@
  *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts). A lead
  *     saved on the way is sent to the site's lead webhook in ctx.waitUntil (chat/webhook.ts).
  *
+ *   POST /v1/sites/:site/recrawl  {urls?}, Authorization: Bearer <knowledge.recrawlSecret>: queue a
+ *     recrawl for `helppuff schedule` (recrawl.ts); 202, or 401/403/404/400.
+ *
  *   GET /widget.js                the chat widget's script (widget/widget.ts), cacheable.
  *   GET /demo?site=<site>         a page with the widget's script tag for that site (widget/demo.ts).
  *
  * Retrieval itself is in retrieve.ts; bindings are reached through bindings.ts only.
  */
-import { type Env, backendsFromEnv } from "./bindings";
+import { type Env, type SqlDatabase, backendsFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
-import { parseSearchRequest } from "./request";
+import { SITE_NAME, parseSearchRequest } from "./request";
+import { recrawlRoute } from "./recrawl";
 import { UnknownSiteError, retrieve } from "./retrieve";
 import { demoResponse } from "./widget/demo";
 import { widgetResponse } from "./widget/widget";
 
 const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
 const CHAT_PATH = /^\/v1\/sites\/([^/]+)\/chat\/?$/u;
+const RECRAWL_PATH = /^\/v1\/sites\/([^/]+)\/recrawl\/?$/u;
 const MAX_BODY_BYTES = 64 * 1024;
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -76,6 +81,23 @@ export default {
     const chat = CHAT_PATH.exec(url.pathname);
     if (chat !== null) {
       return chatRoute(request, env, chat[1] ?? "", ctx); // ctx: the lead webhook runs after the answer
+    }
+    const recrawl = RECRAWL_PATH.exec(url.pathname);
+    if (recrawl !== null) {
+      let site = "";
+      try {
+        site = decodeURIComponent(recrawl[1] ?? "");
+      } catch {
+        // not a site name: refused below
+      }
+      if (!SITE_NAME.test(site)) return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
+      let db: SqlDatabase;
+      try {
+        db = backendsFromEnv(env).db;
+      } catch {
+        return json(503, { error: "the knowledge base cannot be reached right now" });
+      }
+      return recrawlRoute(request, db, site, new Date());
     }
     const match = SEARCH_PATH.exec(url.pathname);
     if (match === null) {

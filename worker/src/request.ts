@@ -13,7 +13,8 @@ export const MAX_HISTORY_TURNS = 50;
 export const MAX_TURN_CHARS = 8000;
 
 /** Site names as the crawler writes them: lower-case letters, digits and hyphens. */
-const SITE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/u;
+/** A site's name: lower-case letters, digits and hyphens, at most 63. */
+export const SITE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/u;
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 

@@ -26,6 +26,7 @@ import { type BusinessFacts, emptyFacts, linkFactsPassage, loadFacts } from "./f
 import { isGap, recordGap } from "./gaps";
 import { checkOrigin, corsHeaders, preflightHeaders } from "./origin";
 import { buildPrompt, estimateTokens } from "./prompt";
+import { SITE_NAME } from "../request";
 import { parseChatRequest } from "./request";
 import { parseChatSettings } from "./settings";
 import { toolDefinitions } from "./tools";
@@ -34,7 +35,6 @@ import { DEFAULT_DELIVERY, type DeliveryOptions } from "./webhook";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 export const RETRY_AFTER_SECONDS = 60;
-const SITE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/u;
 
 /** The chat's rate limiters; null when not bound (then that limit is not applied). */
 export interface RateLimiters {
