@@ -177,6 +177,29 @@ def test_a_question_the_site_cannot_answer_is_a_gap_the_owner_answers(loop: Loop
         _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin="{}")
 
 
+def test_a_recrawl_request_through_the_worker_makes_the_site_due(loop: Loop) -> None:
+    secret = "0123456789abcdef-recrawl"
+    _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin=json.dumps({"knowledge": {"recrawlSecret": secret}}))
+    try:
+        url = f"{loop.worker_url}/v1/sites/acme/recrawl"
+        refused = httpx.post(url, headers={"authorization": "Bearer wrong-secret-0000000"}, timeout=60)
+        assert refused.status_code == 401, refused.text
+        queued = httpx.post(url, headers={"authorization": f"Bearer {secret}"},
+                            json={"urls": [f"{loop.site_url}/pricing"]}, timeout=60)
+        assert queued.status_code == 202, queued.text
+        again = httpx.post(url, headers={"authorization": f"Bearer {secret}"}, timeout=60)
+        assert again.json() == {"queued": True, "request": queued.json()["request"], "asked": 2}
+        plan = json.loads(_helppuff(loop, "schedule", "--dry-run", "--json"))
+        assert [(p["site"], p["due"], p["why"]) for p in plan] == [
+            ("acme", True, "a recrawl was requested less than an hour ago (2 times)")]
+    finally:
+        _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin="{}")
+        db = sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3")
+        with db:
+            db.execute("DELETE FROM crawl_requests")
+        db.close()
+
+
 def test_unknown_site_is_a_clear_400(loop: Loop) -> None:
     reply = httpx.post(f"{loop.worker_url}/v1/sites/nobody/search", json={"query": "hi"}, timeout=60)
     assert reply.status_code == 400
