@@ -67,10 +67,14 @@ def test_gaps_are_answered_or_dismissed(tmp_path: Path) -> None:
         "g3  asked 2x, last 2026-11-28  Do you service Geelong?",
         "g1  asked 1x, last 2026-11-01  Do you fix pool pumps?",
     ]
+    assert json.loads(_ok(tmp_path, "knowledge", "status", "--site", "acme", "--json"))["sites"][0]["owner"] == {
+        "own_answers": 0, "files": 0, "files_failed": 0, "open_gaps": 3, "open_leads": 0, "recrawl_requested": 0}
     answered = _ok(tmp_path, "knowledge", "answer", "g2", "--site", "acme",
                    "--text", "Yes, Afterpay is accepted for jobs over $200.")
     answer_id = answered.split("own answer ")[1].split()[0]
     _ok(tmp_path, "knowledge", "dismiss", "g1", "--site", "acme")
+    assert _ok(tmp_path, "knowledge", "status", "--site", "acme").splitlines()[1] == (
+        "  1 own answer, 1 open question (knowledge gaps)")
     assert [g["id"] for g in json.loads(_ok(tmp_path, "knowledge", "gaps", "--site", "acme", "--json"))] == ["g3"]
     every = {g["id"]: g for g in json.loads(_ok(tmp_path, "knowledge", "gaps", "--site", "acme", "--all", "--json"))}
     assert (every["g2"]["state"], every["g2"]["answer_id"], every["g1"]["state"]) == ("answered", answer_id, "dismissed")

@@ -125,3 +125,9 @@ def test_leads_are_marked_handled_by_id_prefix(tmp_path: Path) -> None:
     assert handled["aaaa1111-0000"] and handled["aaaa2222-0000"]
     assert handled["bbbb3333-0000"] == "2026-11-29T12:00:00Z"  # already handled: left as it was
     assert handled["cccc4444-0000"] is None
+
+
+def test_status_counts_the_open_leads(tmp_path: Path) -> None:
+    _seed_leads(tmp_path)
+    status = json.loads(run_helppuff(tmp_path, "knowledge", "status", "--site", "acme", "--json").stdout)
+    assert status["sites"][0]["owner"]["open_leads"] == 2  # the handled one and other site's are not counted

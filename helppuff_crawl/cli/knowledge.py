@@ -225,6 +225,17 @@ def open_knowledge(settings: Any) -> tuple[Any, Any, Any]:
     return kb, writer, WorkersAIEmbedder(kb.client, model)
 
 
+# What waits for the owner, and what the owner added: one row per site.
+_OWNER_COUNTS = (
+    "SELECT (SELECT COUNT(*) FROM own_answers WHERE site = ?1) AS own_answers, "
+    "(SELECT COUNT(*) FROM knowledge_files WHERE site = ?1 AND status = 'ok') AS files, "
+    "(SELECT COUNT(*) FROM knowledge_files WHERE site = ?1 AND status = 'failed') AS files_failed, "
+    "(SELECT COUNT(*) FROM knowledge_gaps WHERE site = ?1 AND state = 'open') AS open_gaps, "
+    "(SELECT COUNT(*) FROM leads WHERE site = ?1 AND handled_at IS NULL) AS open_leads, "
+    "(SELECT COUNT(*) FROM crawl_requests WHERE site = ?1 AND handled_at IS NULL) AS recrawl_requested"
+)
+
+
 async def status_report(settings: Any, site: str | None) -> dict[str, Any]:
     from helppuff_crawl.knowledge import utc_now
 
@@ -243,6 +254,7 @@ async def status_report(settings: Any, site: str | None) -> dict[str, Any]:
                                          "WHERE site = ?", [name])
             usage = await q(kb.database, "SELECT kind, model, calls, input_tokens, output_tokens, neurons "
                                          "FROM usage_daily WHERE site = ? AND day = ?", [name, day])
+            owner = (await q(kb.database, _OWNER_COUNTS, [name]))[0]
             last = await kb.last_run(name)
             index_row = index[0] if index else None
             check = await writer.consistency(name) if index_row else {"consistent": chunks == 0, "chunks": chunks}
@@ -253,10 +265,31 @@ async def status_report(settings: Any, site: str | None) -> dict[str, Any]:
                                                   "pages_ok", "pages_failed")} if last else None,
                 "usage_today": {"day": day, "rows": usage, "neurons": round(sum(u["neurons"] for u in usage), 4)},
                 "consistency": check,
+                "owner": owner,
             })
         return report
     finally:
         await kb.close()
+
+
+def _owner_line(counts: dict[str, int]) -> str:
+    """ "2 own answers, 1 file (1 failed), 3 open questions, 1 open lead, a recrawl requested" ("" for none)."""
+    def count(n: int, one: str, many: str) -> str:
+        return f"{n} {one if n == 1 else many}"
+
+    parts = []
+    if counts["own_answers"]:
+        parts.append(count(counts["own_answers"], "own answer", "own answers"))
+    if counts["files"] or counts["files_failed"]:
+        failed = f" ({counts['files_failed']} failed)" if counts["files_failed"] else ""
+        parts.append(count(counts["files"], "file", "files") + failed)
+    if counts["open_gaps"]:
+        parts.append(count(counts["open_gaps"], "open question", "open questions") + " (knowledge gaps)")
+    if counts["open_leads"]:
+        parts.append(count(counts["open_leads"], "open lead", "open leads"))
+    if counts["recrawl_requested"]:
+        parts.append("a recrawl requested")
+    return ", ".join(parts)
 
 
 async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
@@ -298,6 +331,8 @@ def run(args: argparse.Namespace) -> int:
                       f"{entry['vectors']} vectors ({model.get('model', 'no model yet')}), "
                       f"{'consistent' if entry['consistency']['consistent'] else 'NOT consistent'}; "
                       f"today {entry['usage_today']['neurons']} neurons")
+                if owner_line := _owner_line(entry["owner"]):
+                    print(f"  {owner_line}")
         return 0 if all(e["consistency"]["consistent"] for e in report["sites"]) else 1
     if args.facts_command == "set":
         if not args.key.strip() or args.key.startswith("_"):
