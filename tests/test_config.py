@@ -78,7 +78,8 @@ def test_crawl_takes_knowledge_website_from_the_config_and_the_command_line_wins
     pages = {row["url"].removeprefix(server.url): row for row in kb_rows(tmp_path / "kb", "SELECT * FROM pages")}
     assert pages["/blog"]["ticked"] == 0 and pages["/blog"]["tick_reason"] == "exclude glob '**/blog**'"
     run = kb_rows(tmp_path / "kb", "SELECT * FROM crawl_runs")[0]
-    assert 0 < run["pages_ok"] <= 7  # the home page (discovery) and up to 6 more: --max-pages 6 beats the config's 40
+    assert 0 < run["pages_ok"] <= 6  # --max-pages 6 beats the config's 40; the home page is one of the 6
+    assert sum(row["reason"] == "over max_pages (6)" for row in pages.values()) > 0
     assert all(row["rendered"] == 0 for row in pages.values())
     broken = tmp_path / "broken.json"
     broken.write_text('{"knowledge": {"website": {"maxPages": 5000}}}', encoding="utf-8")

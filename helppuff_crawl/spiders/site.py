@@ -8,9 +8,9 @@ Discovery is one pass of at most HELPPUFF_DISCOVERY_MAX_FETCHES downloads: the h
 makes the robots middleware read robots.txt; its Sitemap: lines arrive through the
 `robots_parsed` signal), then the sitemaps (robots.txt's, else the usual paths). Candidates come
 from the home page's links and the sitemaps, normalised, deduplicated and filtered; each gets a
-category and a tick decision. Ticked pages are fetched (up to max_pages), and links found on
-fetched pages join the candidates. Exactly one `Page` item is yielded per candidate, fetched or
-not, so the store records every page with its status and reason.
+category and a tick decision. Ticked pages are fetched (up to max_pages, the home page among
+them), and links found on fetched pages join the candidates. Exactly one `Page` item is yielded
+per candidate, fetched or not, so the store records every page with its status and reason.
 
 Stats: helppuff/discovery/{fetches,candidates,sitemaps,sitemap_urls}, helppuff/discovery/skipped/<why>,
 helppuff/discovery/dropped/<why>, helppuff/pages/<status>, helppuff/render/{requests,needed}.
@@ -265,6 +265,8 @@ class SiteSpider(scrapy.Spider):
             for item in self.parse_page(home_response, candidate=self.start_url, source="start", follow=False):
                 if isinstance(item, Page):
                     home_page = item
+        if home_page is not None:
+            self._scheduled += 1  # the home page is one of max_pages
         results = [r for url, source, hint in candidates if (r := self._admit(url, source, hint)) is not None]
 
         # The boilerplate sample: the home page and the first ticked pages, fetched first. The
@@ -281,7 +283,6 @@ class SiteSpider(scrapy.Spider):
                 member.priority = 10
         self._stat("boilerplate/sample_size", len(sample))
         if home_page is not None:
-            self._scheduled += 1
             yield home_page
         for result in results:
             yield result
