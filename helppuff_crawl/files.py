@@ -97,6 +97,8 @@ async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
 
 async def _save(kb: KnowledgeBase, site: str, file_id: str, name: str, data: bytes, digest: str,
                 document: Document | None, status: str, reason: str, now: str, listed: bool) -> None:
+    # A file that could not be read is recorded with its kind from its name and nothing learned.
+    doc = document or Document("", "", PurePath(name).suffix.lower().lstrip("."), 0, False)
     await kb.client.d1_query(
         kb.database,
         "INSERT INTO knowledge_files (id, site, name, title, kind, bytes, sha256, pages, chars, truncated, status, "
@@ -105,10 +107,8 @@ async def _save(kb: KnowledgeBase, site: str, file_id: str, name: str, data: byt
         "sha256 = excluded.sha256, pages = excluded.pages, chars = excluded.chars, truncated = excluded.truncated, "
         "status = excluded.status, reason = excluded.reason, markdown = excluded.markdown, "
         "updated_at = excluded.updated_at, listed = MAX(listed, excluded.listed)",
-        [file_id, site, name, document.title if document else "", document.kind if document else
-         PurePath(name).suffix.lower().lstrip("."), len(data), digest, document.pages if document else 0,
-         len(document.markdown) if document else 0, int(document.truncated) if document else 0, status, reason,
-         document.markdown if document else "", now, now, int(listed)],
+        [file_id, site, name, doc.title, doc.kind, len(data), digest, doc.pages, len(doc.markdown),
+         int(doc.truncated), status, reason, doc.markdown, now, now, int(listed)],
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
 
@@ -115,8 +115,19 @@ class KnowledgeBase:
     def open(cls, config: BackendConfig) -> KnowledgeBase:
         return cls(open_client(config), config.database)
 
+    @classmethod
+    def from_settings(cls, settings: Any) -> KnowledgeBase:
+        """The knowledge base the project settings name; `async with` closes it."""
+        return cls.open(BackendConfig.from_settings(settings))
+
     async def close(self) -> None:
         await self.client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     # --- runs ---------------------------------------------------------------------------
 

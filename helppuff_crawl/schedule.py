@@ -44,10 +44,6 @@ class SiteDue:
     request: str | None = None  # the pending recrawl request (crawl_requests.id), if any
 
 
-def _parse(stamp: str | None) -> datetime | None:
-    return parse_iso(stamp) if stamp else None
-
-
 def _ago(delta: timedelta) -> str:
     days = delta.days
     if days >= 1:
@@ -64,8 +60,8 @@ def decide(schedule: str, last: dict[str, Any] | None, last_done: dict[str, Any]
     if last is not None and last["status"] == "running":
         return False, f"a crawl is running (run {last['id']})"
     if last is not None and last["status"] == "failed":
-        tried = _parse(last["started_at"])
-        if tried is not None and now - tried < RETRY_AFTER_FAILURE:
+        tried = parse_iso(last["started_at"])
+        if now - tried < RETRY_AFTER_FAILURE:
             return False, f"the last crawl failed {_ago(now - tried)}; next try after {iso(tried + RETRY_AFTER_FAILURE)}"
     if requested is not None:
         asked = requested["asked"]
@@ -73,7 +69,7 @@ def decide(schedule: str, last: dict[str, Any] | None, last_done: dict[str, Any]
                       f"{f' ({asked} times)' if asked > 1 else ''}")
     if interval is None:
         return False, "schedule: never"
-    finished = _parse(last_done["finished_at"]) if last_done else None
+    finished = parse_iso(last_done["finished_at"]) if last_done and last_done["finished_at"] else None
     if finished is None:
         return True, "never crawled to the end"
     if now - finished >= interval:

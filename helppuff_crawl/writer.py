@@ -318,11 +318,16 @@ class KnowledgeWriter:
 
 async def write_passage_page(writer: KnowledgeWriter, embed: EmbedFn, site: str, url: str, title: str,
                              category: str, markdown: str) -> int:
-    """Chunk `markdown` as a page of its own at `url` (the facts passage, an own answer) and write it;
-    only chunks whose text changed are embedded. Returns its chunks."""
+    """Chunk `markdown` as a page of its own at `url` (the facts passage, an own answer, a file) and
+    write it; only chunks whose text changed are embedded, and a page whose chunks are all stored
+    as they are, each with its live vector, is not written again. Returns its chunks."""
     rows = [ChunkRow.from_chunk(c, seq, url, title, category)
             for seq, c in enumerate(chunk_page(markdown, ChunkMeta(site, url, title, category)))]
     reuse = await writer.reusable(site, rows)
+    stored = {(row["id"], row["content_hash"]) for row in await writer.client.d1_query(
+        writer.database, "SELECT id, content_hash FROM chunks WHERE site = ? AND url = ?", [site, url])}
+    if len(reuse) == len(rows) and stored == {(row.id, row.content_hash) for row in rows}:
+        return len(rows)  # unchanged
     todo = [row for row in rows if row.id not in reuse]
     vectors = dict(zip((row.id for row in todo), await embed([row.embed_text for row in todo]), strict=True)) \
         if todo else {}

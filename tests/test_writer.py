@@ -11,7 +11,7 @@ import pytest_twisted
 
 from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, page_row_statement
 from helppuff_crawl.text.chunking import ChunkMeta, chunk_page
-from helppuff_crawl.writer import ChunkRow, KnowledgeWriter, ModelMismatch
+from helppuff_crawl.writer import ChunkRow, KnowledgeWriter, ModelMismatch, write_passage_page
 from tests.conftest import run_async
 
 SITE, URL = "acme", "https://acme.example/services"
@@ -150,3 +150,49 @@ async def _stale_scenario(tmp_path: Path) -> None:
 @pytest_twisted.inlineCallbacks
 def test_a_model_change_makes_every_page_stale(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_stale_scenario(tmp_path))
+
+
+class _CountingBatches:
+    """Wraps the client; counts D1 batches (every page write is one)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self.batches = client, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def d1_batch(self, *args: Any, **kwargs: Any) -> Any:
+        self.batches += 1
+        return await self._client.d1_batch(*args, **kwargs)
+
+
+async def _passage_page_scenario(tmp_path: Path) -> None:
+    kb, writer = _open(tmp_path)
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+    counting = _CountingBatches(writer.client)
+    writer.client = counting  # type: ignore[assignment]
+    embedded: list[str] = []
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        embedded.extend(texts)
+        return [_vector(text) for text in texts]
+
+    url = "helppuff://answers/a1"
+    assert await write_passage_page(writer, embed, SITE, url, "Parking?", "faq", "# Parking?\n\nTwo spaces.") == 1
+    written = counting.batches
+    assert len(embedded) == 1 and written > 0
+    # The same text again (a crawl rewriting the own answers): nothing embedded, nothing written.
+    assert await write_passage_page(writer, embed, SITE, url, "Parking?", "faq", "# Parking?\n\nTwo spaces.") == 1
+    assert len(embedded) == 1 and counting.batches == written
+    # Changed text is embedded and written.
+    await write_passage_page(writer, embed, SITE, url, "Parking?", "faq", "# Parking?\n\nThree spaces.")
+    assert len(embedded) == 2 and counting.batches > written
+    rows = await kb.client.d1_query(kb.database, "SELECT text FROM chunks WHERE url = ?", [url])
+    assert [row["text"] for row in rows] == ["# Parking?\n\nThree spaces."]
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_unchanged_page_of_our_own_is_not_written_again(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_passage_page_scenario(tmp_path))

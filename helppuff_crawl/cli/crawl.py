@@ -131,7 +131,7 @@ def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+    from helppuff_crawl.knowledge import KnowledgeBase
 
     overrides = parse_set_options(args.set)
     overrides.setdefault("LOG_LEVEL", "INFO" if args.verbose else "WARNING")
@@ -144,11 +144,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
     async def _read() -> dict[str, Any] | None:
-        kb = KnowledgeBase.open(BackendConfig.from_settings(project_settings(overrides)))
-        try:
+        async with KnowledgeBase.from_settings(project_settings(overrides)) as kb:
             return await kb.run(run_id)
-        finally:
-            await kb.close()
 
     row = asyncio.run(_read()) or {}
     if args.json:

@@ -34,13 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def _with_kb(settings: Any, work: Any) -> Any:
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+    from helppuff_crawl.knowledge import KnowledgeBase
 
-    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
-    try:
+    async with KnowledgeBase.from_settings(settings) as kb:
         return await work(kb)
-    finally:
-        await kb.close()
 
 
 def lead_lines(lead: dict[str, Any]) -> list[str]:

@@ -32,25 +32,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def _plan(settings: Any) -> list[Any]:
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, utc_now
+    from helppuff_crawl.knowledge import KnowledgeBase, utc_now
     from helppuff_crawl.schedule import plan
 
-    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
-    try:
+    async with KnowledgeBase.from_settings(settings) as kb:
         return await plan(kb, utc_now(), settings.getfloat("HELPPUFF_RUN_STALE_AFTER", 600.0))
-    finally:
-        await kb.close()
 
 
 async def _handled(settings: Any, site: str, request_id: str) -> None:
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, utc_now
+    from helppuff_crawl.knowledge import KnowledgeBase, utc_now
     from helppuff_crawl.schedule import mark_request_handled
 
-    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
-    try:
+    async with KnowledgeBase.from_settings(settings) as kb:
         await mark_request_handled(kb, site, request_id, utc_now())
-    finally:
-        await kb.close()
 
 
 def _crawl(verdict: Any, set_options: list[str]) -> tuple[int, str]:

@@ -50,23 +50,17 @@ def check_settings(text: str) -> dict[str, Any]:
 
 
 async def _show(settings: Any, site: str) -> dict[str, Any] | None:
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+    from helppuff_crawl.knowledge import KnowledgeBase
 
-    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
-    try:
+    async with KnowledgeBase.from_settings(settings) as kb:
         return await kb.site_settings(site)
-    finally:
-        await kb.close()
 
 
 async def _store(settings: Any, site: str, text: str) -> None:
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+    from helppuff_crawl.knowledge import KnowledgeBase
 
-    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
-    try:
+    async with KnowledgeBase.from_settings(settings) as kb:
         await kb.set_site_settings(site, text)
-    finally:
-        await kb.close()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@
  */
 import { type Env, type SqlDatabase, backendsFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
+import { TOO_BIG, json, readBody } from "./http";
 import { SITE_NAME, parseSearchRequest } from "./request";
 import { recrawlRoute } from "./recrawl";
 import { UnknownSiteError, retrieve } from "./retrieve";
@@ -30,23 +31,11 @@ import { widgetResponse } from "./widget/widget";
 const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
 const CHAT_PATH = /^\/v1\/sites\/([^/]+)\/chat\/?$/u;
 const RECRAWL_PATH = /^\/v1\/sites\/([^/]+)\/recrawl\/?$/u;
-const MAX_BODY_BYTES = 64 * 1024;
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
-  });
-}
 
 async function search(request: Request, env: Env, site: string): Promise<Response> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) {
-    return json(413, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
-  }
-  const text = await request.text();
-  if (new TextEncoder().encode(text).length > MAX_BODY_BYTES) {
-    return json(413, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
+  const text = await readBody(request);
+  if (text === null) {
+    return json(413, TOO_BIG);
   }
   let body: unknown;
   try {

@@ -12,18 +12,12 @@
  *   404 for a site never crawled; 400 for a bad body; 405 for other methods; 503 when D1 fails.
  */
 import type { SqlDatabase } from "./bindings";
+import { json } from "./http";
 import { type Json, isObject } from "./settings";
 
 export const MAX_URLS = 100;
 const MAX_URL_CHARS = 2048;
 export const MIN_SECRET_CHARS = 16;
-
-function reply(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
-  });
-}
 
 /** The site's recrawl secret from its stored helppuff.json (knowledge.recrawlSecret), or null. */
 export function recrawlSecret(settingsText: string | null): string | null {
@@ -70,7 +64,7 @@ interface SiteRow {
 
 /** Handle the recrawl route for `site` (already checked against the site-name pattern). */
 export async function recrawlRoute(request: Request, db: SqlDatabase, site: string, now: Date): Promise<Response> {
-  if (request.method !== "POST") return reply(405, { error: "use POST" }, { allow: "POST" });
+  if (request.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
   let row: SiteRow | undefined;
   try {
     [row] = await db.all<SiteRow>(
@@ -80,14 +74,14 @@ export async function recrawlRoute(request: Request, db: SqlDatabase, site: stri
     );
   } catch (error) {
     console.error("recrawl for site %s: D1 cannot be read: %s", site, error instanceof Error ? error.message : String(error));
-    return reply(503, { error: "the knowledge base cannot be read right now" });
+    return json(503, { error: "the knowledge base cannot be read right now" });
   }
-  if (!row?.known) return reply(404, { error: `unknown site "${site}": it has never been crawled` });
+  if (!row?.known) return json(404, { error: `unknown site "${site}": it has never been crawled` });
   const secret = recrawlSecret(row.settings);
-  if (secret === null) return reply(403, { error: "recrawl requests are off for this site (no knowledge.recrawlSecret)" });
+  if (secret === null) return json(403, { error: "recrawl requests are off for this site (no knowledge.recrawlSecret)" });
   const given = /^Bearer\s+(\S+)$/iu.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
   if (!given || !(await sameSecret(given, secret))) {
-    return reply(401, { error: "Authorization: Bearer <knowledge.recrawlSecret> is missing or wrong" }, { "www-authenticate": "Bearer" });
+    return json(401, { error: "Authorization: Bearer <knowledge.recrawlSecret> is missing or wrong" }, { "www-authenticate": "Bearer" });
   }
   const text = await request.text();
   let body: unknown = null;
@@ -95,11 +89,11 @@ export async function recrawlRoute(request: Request, db: SqlDatabase, site: stri
     try {
       body = JSON.parse(text);
     } catch {
-      return reply(400, { error: "the body must be JSON: {urls?: [...]}" });
+      return json(400, { error: "the body must be JSON: {urls?: [...]}" });
     }
   }
   const urls = parseUrls(body);
-  if (typeof urls === "string") return reply(400, { error: urls });
+  if (typeof urls === "string") return json(400, { error: urls });
   const id = Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, "0")).join("");
   const at = now.toISOString().replace(/\.\d{3}Z$/u, "Z");
   try {
@@ -112,9 +106,9 @@ export async function recrawlRoute(request: Request, db: SqlDatabase, site: stri
        RETURNING id, asked, urls`,
       [id, site, JSON.stringify([...new Set(urls)]), at, at],
     );
-    return reply(202, { queued: true, request: queued?.id ?? id, asked: queued?.asked ?? 1 });
+    return json(202, { queued: true, request: queued?.id ?? id, asked: queued?.asked ?? 1 });
   } catch (error) {
     console.error("recrawl for site %s: the request cannot be saved: %s", site, error instanceof Error ? error.message : String(error));
-    return reply(503, { error: "the request cannot be saved right now" });
+    return json(503, { error: "the request cannot be saved right now" });
   }
 }

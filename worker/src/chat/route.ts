@@ -17,6 +17,7 @@
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
 import { type Backends, type Env, type RateLimiter, backendsFromEnv, rateLimitersFromEnv } from "../bindings";
+import { TOO_BIG, json, readBody } from "../http";
 import { type SearchResult, UnknownSiteError, retrieve } from "../retrieve";
 import { type SiteRecord, loadSite } from "../store";
 import { refuseOverBudget, streamAnswer } from "./answer";
@@ -33,7 +34,6 @@ import { toolDefinitions } from "./tools";
 import { neuronsUsed, utcDay } from "./usage";
 import { DEFAULT_DELIVERY, type DeliveryOptions } from "./webhook";
 
-export const MAX_BODY_BYTES = 64 * 1024;
 export const RETRY_AFTER_SECONDS = 60;
 
 /** The chat's rate limiters; null when not bound (then that limit is not applied). */
@@ -50,13 +50,6 @@ export interface ChatDeps {
   waitUntil?: (promise: Promise<void>) => void;
   /** The lead webhook's fetch, timeout and retry pause (DEFAULT_DELIVERY for what is left out). */
   delivery?: Partial<DeliveryOptions>;
-}
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
-  });
 }
 
 function describe(error: unknown): string {
@@ -129,11 +122,8 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     return json(404, { error: `unknown site "${site}"` }, cors);
   }
 
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  const tooBig = { error: `the body must be at most ${MAX_BODY_BYTES} bytes` };
-  if (declared > MAX_BODY_BYTES) return json(413, tooBig, cors);
-  const text = await request.text();
-  if (new TextEncoder().encode(text).length > MAX_BODY_BYTES) return json(413, tooBig, cors);
+  const text = await readBody(request);
+  if (text === null) return json(413, TOO_BIG, cors);
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -1,0 +1,19 @@
+/** What every route answers with: JSON bodies, and the request body size limit. */
+
+export const MAX_BODY_BYTES = 64 * 1024;
+export const TOO_BIG = { error: `the body must be at most ${MAX_BODY_BYTES} bytes` };
+
+/** A JSON response. */
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+/** The request's body as text, or null when it is over MAX_BODY_BYTES (as declared, or as sent). */
+export async function readBody(request: Request): Promise<string | null> {
+  if (Number(request.headers.get("content-length") ?? "0") > MAX_BODY_BYTES) return null;
+  const text = await request.text();
+  return new TextEncoder().encode(text).length > MAX_BODY_BYTES ? null : text;
+}
