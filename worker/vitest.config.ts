@@ -9,19 +9,27 @@ import { defineConfig } from "vitest/config";
 // (test/fakes.ts) instead. Nothing leaves the machine (remoteBindings: false).
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
-  // helppuff.json's schema and the documents both its readers are tested on (helppuff_crawl/config.py
-  // and src/settings.ts + src/chat/settings.ts), read here because the tests run inside workerd.
+  // The files the crawler and the Worker share (helppuff_crawl/schema/), read here because the tests
+  // run inside workerd: helppuff.json's schema and the documents both its readers are tested on
+  // (helppuff_crawl/config/helppuff_json.py and src/settings.ts), and the contract's files
+  // (src/contract.ts imports models.json and knowledge.json; the tests compare it with these
+  // copies, and gapKey with gap-keys.json's cases).
   const schemaDir = path.join(import.meta.dirname, "..", "helppuff_crawl", "schema");
-  const configSchema = JSON.parse(await readFile(path.join(schemaDir, "helppuff.schema.json"), "utf8"));
-  const configCases = JSON.parse(await readFile(path.join(schemaDir, "cases.json"), "utf8"));
+  const readJson = async (name: string) => JSON.parse(await readFile(path.join(schemaDir, name), "utf8"));
+  const bindings = {
+    TEST_MIGRATIONS: migrations,
+    TEST_CONFIG_SCHEMA: await readJson("helppuff.schema.json"),
+    TEST_CONFIG_CASES: await readJson("cases.json"),
+    TEST_MODELS: await readJson("models.json"),
+    TEST_KNOWLEDGE: await readJson("knowledge.json"),
+    TEST_GAP_KEYS: await readJson("gap-keys.json"),
+  };
   return {
     plugins: [
       cloudflareTest({
         remoteBindings: false,
         wrangler: { configPath: "./wrangler.jsonc" },
-        miniflare: {
-          bindings: { TEST_MIGRATIONS: migrations, TEST_CONFIG_SCHEMA: configSchema, TEST_CONFIG_CASES: configCases },
-        },
+        miniflare: { bindings },
       }),
     ],
     test: {

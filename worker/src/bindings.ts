@@ -1,46 +1,15 @@
 /**
  * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI).
  *
- * Everything else sees three small ports: `SqlDatabase` (rows for a statement), `VectorIndex`
- * (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`). Production wraps the real bindings
- * here; tests hand in Miniflare's local D1 with FakeVectorize and FakeAi; in dev mode
- * (`helppuff serve`: HELPPUFF_LOCAL_CLOUD_URL is set) the ports are shims that call the local cloud
- * over loopback (dev.ts), chosen in `backendsFromEnv` alone.
+ * Everything else sees the small ports of ports.ts: `SqlDatabase` (rows for a statement),
+ * `VectorIndex` (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`), and the chat its two
+ * rate limiters (`RateLimiter`). Production wraps the real bindings here; tests hand in
+ * Miniflare's local D1 with FakeVectorize and FakeAi; in dev mode (`helppuff serve`:
+ * HELPPUFF_LOCAL_CLOUD_URL is set) the ports are shims that call the local cloud over loopback
+ * (dev.ts), chosen in `backendsFromEnv` alone.
  */
 import { type LocalCloudVars, localCloudBackends, localCloudConfig } from "./dev";
-
-/** A match as Vectorize returns it (`returnMetadata: "all"` fills `metadata`). */
-export interface VectorMatch {
-  id: string;
-  score: number;
-  metadata?: Record<string, unknown>;
-}
-
-export interface VectorQueryOptions {
-  topK: number;
-  namespace?: string;
-  returnMetadata?: "all" | "indexed" | "none";
-}
-
-/** The slice of a Vectorize index binding the Worker uses. */
-export interface VectorIndex {
-  query(vector: number[], options: VectorQueryOptions): Promise<{ matches: VectorMatch[] }>;
-}
-
-/** The slice of the Workers AI binding the Worker uses: `run(model, inputs)`. */
-export interface AiRunner {
-  run(model: string, inputs: Record<string, unknown>): Promise<unknown>;
-}
-
-/** Statements with positional `?` parameters; `all` returns the result rows. */
-export interface SqlDatabase {
-  all<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
-}
-
-/** The slice of a rate-limiting binding (wrangler.jsonc "ratelimits") the chat uses. */
-export interface RateLimiter {
-  limit(options: { key: string }): Promise<{ success: boolean }>;
-}
+import type { AiRunner, Backends, RateLimiter, SqlDatabase, VectorIndex } from "./ports";
 
 /** The Worker's bindings, as declared in wrangler.jsonc; dev mode has the local cloud's vars instead. */
 export interface Env extends LocalCloudVars {
@@ -49,13 +18,6 @@ export interface Env extends LocalCloudVars {
   AI: AiRunner;
   CHAT_VISITOR_LIMITER?: RateLimiter; // absent where wrangler.jsonc declares none (then no limit)
   CHAT_SITE_LIMITER?: RateLimiter;
-}
-
-/** What retrieval runs on. */
-export interface Backends {
-  db: SqlDatabase;
-  vectors: VectorIndex;
-  ai: AiRunner;
 }
 
 /** Wrap the Worker's bindings as the ports retrieval uses. */

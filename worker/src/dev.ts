@@ -19,7 +19,7 @@
  * D1 params go as strings, the type the REST API documents (null stays null), as the crawler's
  * client sends them; SQLite compares and limits with them as with numbers.
  */
-import type { AiRunner, Backends, SqlDatabase, VectorIndex, VectorMatch, VectorQueryOptions } from "./bindings";
+import type { AiRunner, Backends, SqlDatabase, VectorIndex, VectorMatch, VectorQueryOptions } from "./ports";
 
 /** The account id the local cloud answers for. */
 export const LOCAL_ACCOUNT_ID = "local";

@@ -2,29 +2,19 @@
  * Embed the visitor's query the way the crawler embedded the site: with the model recorded in
  * `site_index`, in that model's query form.
  *
- *   @cf/baai/bge-{small,base,large}-en-v1.5   {text: [BGE_QUERY_PREFIX + query]}
- *   @cf/qwen/qwen3-embedding-*                {queries: [query]} (its retrieval-instruction form)
- *   @cf/baai/bge-m3, @local/all-minilm-l6-v2  {text: [query]}
- *   any other model                            {text: [query]}
+ * A model the contract knows (models.json, contract.ts) takes the query in its `queries` form,
+ * `{[field]: [prefix + query]}`: e.g. `{text: [query]}` for @cf/baai/bge-m3 and
+ * @local/all-minilm-l6-v2, `{queries: [query]}` for @cf/qwen/qwen3-embedding-0.6b (its
+ * retrieval-instruction form). Any other model gets `{text: [query]}`.
  *
  * Each answers `{data: number[][]}` (with `shape`); `queryVector` takes the first row.
  */
-
-/** The instruction BGE v1.5 models expect before a retrieval query (not before passages). */
-export const BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: ";
-
-const BGE_V15 = /^@cf\/baai\/bge-(?:small|base|large)-en-v1\.5$/u;
-const QWEN3_EMBEDDING = /^@cf\/qwen\/qwen3-embedding/u;
+import { embeddingModel, formInputs } from "./contract";
 
 /** The `AI.run` inputs that embed `query` as a search query for `model`. */
 export function queryEmbeddingInput(model: string, query: string): Record<string, unknown> {
-  if (BGE_V15.test(model)) {
-    return { text: [BGE_QUERY_PREFIX + query] };
-  }
-  if (QWEN3_EMBEDDING.test(model)) {
-    return { queries: [query] };
-  }
-  return { text: [query] };
+  const known = embeddingModel(model);
+  return known === null ? { text: [query] } : formInputs(known.queries, [query]);
 }
 
 /** The first vector of an embedding answer; throws on any other shape. */

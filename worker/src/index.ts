@@ -19,9 +19,10 @@
  *
  * Retrieval itself is in retrieve.ts; bindings are reached through bindings.ts only.
  */
-import { type Env, type SqlDatabase, backendsFromEnv } from "./bindings";
+import { type Env, backendsFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
 import { TOO_BIG, json, readBody } from "./http";
+import type { SqlDatabase } from "./ports";
 import { SITE_NAME, parseSearchRequest } from "./request";
 import { recrawlRoute } from "./recrawl";
 import { UnknownSiteError, retrieve } from "./retrieve";

@@ -4,7 +4,8 @@
  * A question about a phone number, an email, an address or opening hours leans towards `contact`;
  * prices, costs, fees and quotes towards `pricing`; suburbs and areas towards `location`; booking
  * and appointments towards `booking`. Fusion boosts chunks of these categories (fusion.ts).
- * "Call-out" (a fee) is not a call. Categories are the crawler's (helppuff_crawl/web/categories.py).
+ * "Call-out" (a fee) is not a call. Categories are the contract's (knowledge.json `categories`,
+ * contract.ts; the crawler's rules are helppuff_crawl/web/categories.py).
  */
 
 const INTENTS: ReadonlyArray<readonly [category: string, pattern: RegExp]> = [
@@ -16,6 +17,9 @@ const INTENTS: ReadonlyArray<readonly [category: string, pattern: RegExp]> = [
   ["location", /\b(suburb|suburbs|area|areas|near|nearby|located|location|locations|where are you|service area)\b/iu],
   ["booking", /\b(book|books|booking|bookings|appointment|appointments|schedule|scheduling|reschedule)\b/iu],
 ];
+
+/** Every category a question can lean towards, in that order. */
+export const INTENT_CATEGORIES: readonly string[] = Object.freeze(INTENTS.map(([category]) => category));
 
 /** The categories `question` leans towards (possibly none), in a fixed order. */
 export function intentCategories(question: string): string[] {

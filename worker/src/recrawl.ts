@@ -1,6 +1,7 @@
 /**
  * `POST /v1/sites/:site/recrawl`: the site asks to be crawled again (its CMS, when a page is
- * published), with `Authorization: Bearer <knowledge.recrawlSecret>` from the site's helppuff.json.
+ * published), with `Authorization: Bearer <knowledge.recrawlSecret>` from the site's helppuff.json
+ * (read by settings.ts).
  * The request is queued in D1 `crawl_requests` (migrations/0009) for `helppuff schedule`, which
  * crawls the site at its next run whatever its schedule (unchanged pages cost nothing: their
  * hashes match). Body, optional: {"urls": ["https://acme.com.au/pricing", ...]} naming the pages that
@@ -11,27 +12,12 @@
  *   401 without the right secret; 403 when the site sets no recrawlSecret (off);
  *   404 for a site never crawled; 400 for a bad body; 405 for other methods; 503 when D1 fails.
  */
-import type { SqlDatabase } from "./bindings";
 import { json } from "./http";
-import { type Json, isObject } from "./settings";
+import type { SqlDatabase } from "./ports";
+import { isObject, recrawlSecret } from "./settings";
 
 export const MAX_URLS = 100;
 const MAX_URL_CHARS = 2048;
-export const MIN_SECRET_CHARS = 16;
-
-/** The site's recrawl secret from its stored helppuff.json (knowledge.recrawlSecret), or null. */
-export function recrawlSecret(settingsText: string | null): string | null {
-  if (!settingsText) return null;
-  let root: unknown;
-  try {
-    root = JSON.parse(settingsText);
-  } catch {
-    return null;
-  }
-  const knowledge = isObject(root) ? (root as Json)["knowledge"] : undefined;
-  const secret = isObject(knowledge) ? knowledge["recrawlSecret"] : undefined;
-  return typeof secret === "string" && secret.length >= MIN_SECRET_CHARS ? secret : null;
-}
 
 /** Constant-time comparison of two strings' UTF-8 bytes. */
 async function sameSecret(given: string, expected: string): Promise<boolean> {

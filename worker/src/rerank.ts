@@ -1,12 +1,14 @@
 /**
  * Reranking with a cross-encoder (`@cf/baai/bge-reranker-base` by default).
  *
- * Input: `{query, contexts: [{text}]}`, each text the chunk's heading path (" › ") on the first
- * line, then its body, cut to about 512 tokens (characters ÷ 4, so 2,048 characters).
+ * Input: `{query, contexts: [{text}]}`, each text the chunk's heading path (joined with the
+ * contract's HEADING_SEPARATOR, " › ") on the first line, then its body, cut to about 512 tokens
+ * (characters ÷ 4, so 2,048 characters).
  * Output: `{response: [{id, score}]}`, `id` indexing `contexts`, in any order; scores are
  * relevance probabilities in [0, 1], which `minScore` (settings.ts) is compared with.
  */
 import type { Chunk } from "./chunks";
+import { joinHeadings } from "./contract";
 
 export const RERANK_TOP = 10;
 export const RERANK_MAX_TOKENS = 512;
@@ -14,7 +16,7 @@ const CHARS_PER_TOKEN = 4;
 
 /** The text the reranker reads for one chunk: heading path first, then the body, cut. */
 export function rerankContext(chunk: Pick<Chunk, "headingPath" | "text">, maxTokens = RERANK_MAX_TOKENS): string {
-  const heading = chunk.headingPath.join(" › ");
+  const heading = joinHeadings(chunk.headingPath);
   const full = heading ? `${heading}\n${chunk.text}` : chunk.text;
   const maxChars = maxTokens * CHARS_PER_TOKEN;
   return full.length <= maxChars ? full : full.slice(0, maxChars);

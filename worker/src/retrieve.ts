@@ -25,13 +25,13 @@
  *  - continuation-failed  the next chunk could not be read.
  * `scores` says what passage scores are: "reranker" (0..1) or "fused" (RRF).
  */
-import type { Backends } from "./bindings";
 import type { Chunk, Passage } from "./chunks";
 import { endsMidListOrTable } from "./continuation";
 import { queryEmbeddingInput, queryVector } from "./embedding";
 import { ftsMatchQuery } from "./fts";
 import { fuseRankings } from "./fusion";
 import { intentCategories } from "./intent";
+import type { Backends } from "./ports";
 import { RERANK_TOP, rerankInput, rerankScores } from "./rerank";
 import { type Candidate, fusedMinCosine, relevantWithoutReranker, selectCandidates, toPassages } from "./select";
 import { type RetrievalSettings, parseSettings } from "./settings";

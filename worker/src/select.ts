@@ -3,27 +3,28 @@
  *
  * With the reranker, a candidate needs a reranker score of at least `minScore`; nothing above it
  * means no passage. In fused order (reranker off, failed or too slow) reranker scores do not
- * exist, so the relevance check is instead: a keyword hit, or a vector match with cosine
- * >= FUSED_MIN_COSINE; the score reported is then the RRF score. `maxPerPage` caps passages
- * from one page URL; then the best `count` are kept.
+ * exist, so the relevance check is instead: a keyword hit, or a vector match with cosine at least
+ * the embedding model's bar (`fusedMinCosine`: models.json, else FUSED_MIN_COSINE); the score
+ * reported is then the RRF score. `maxPerPage` caps passages from one page URL; then the best
+ * `count` are kept.
  */
 import { type Chunk, type Passage, passageUrl } from "./chunks";
+import { FUSED_MIN_COSINE_BY_MODEL } from "./contract";
 
+/** The bar of a model the contract does not know (and without a recorded model). */
 export const FUSED_MIN_COSINE = 0.45;
 
 /**
+ * The fused-order cosine bar for vectors from `model`: its `fusedMinCosine` in models.json.
  * Cosine scales differ between embedding models: 0.45 is the seed's figure for bge-m3. The local
  * all-MiniLM-L6-v2 scores lower: on bench/retrieval.py's question sets, the best right page of an
  * answerable question is at 0.25 / 0.47 / 0.66 (10th / 50th / 90th percentile), and the best page
  * of a question the site cannot answer at 0.20 / 0.35 / 0.52. The two overlap, so no bar separates
- * them; 0.3 keeps about nine right pages in ten.
+ * them; its 0.3 keeps about nine right pages in ten.
  */
-const FUSED_MIN_COSINE_BY_MODEL: Readonly<Record<string, number>> = {
-  "@local/all-minilm-l6-v2": 0.3,
-};
-
 export function fusedMinCosine(model: string | null | undefined): number {
-  return (model && FUSED_MIN_COSINE_BY_MODEL[model]) || FUSED_MIN_COSINE;
+  const known = model && Object.hasOwn(FUSED_MIN_COSINE_BY_MODEL, model) ? FUSED_MIN_COSINE_BY_MODEL[model] : undefined;
+  return known ?? FUSED_MIN_COSINE;
 }
 
 export interface Candidate {

@@ -1,16 +1,53 @@
 /**
- * A site's retrieval settings, from `site_settings.settings`: the helppuff.json "backend" object
- * (a `{"backend": {...}}` wrapper is accepted too). Absent fields take the defaults below; a
- * field with a bad value takes its default and is reported, never fatal.
+ * A site's settings, from `site_settings.settings`: the helppuff.json the crawler stored, read per
+ * request. The one reader of helppuff.json on the Worker's side, so a field is added here (the
+ * crawler's reader, helppuff_crawl/config/helppuff_json.py, checks the file strictly against
+ * helppuff_crawl/schema/helppuff.schema.json; test/config-cases.test.ts holds the two to the same
+ * cases and defaults). Retrieval and the chat read the "backend" object (a `{"backend": {...}}`
+ * wrapper is accepted too). Absent fields take the defaults below; a field with a bad value takes
+ * its default and is reported, never fatal.
  *
+ * Retrieval (`parseSettings`):
  *   backend.model                      chat model for queryRewrite "llm" (@cf/zai-org/glm-4.7-flash)
  *   backend.retrieval.finalK           passages kept, integer 1..20 (4)
  *   backend.retrieval.minScore         least reranker score kept, 0..1 (0.2)
  *   backend.retrieval.queryRewrite     "heuristic" | "llm" ("heuristic")
- *   backend.retrieval.rerankerModel    model id, or null for no reranking (@cf/baai/bge-reranker-base)
+ *   backend.retrieval.rerankerModel    model id, or null for no reranking
+ *                                      (@cf/baai/bge-reranker-base)
  *   backend.retrieval.maxPerPage       most passages from one page, integer >= 1, or null (off)
+ *
+ * The chat (`parseChatSettings`):
+ *   backend.prompt                     the persona (the owner's prompt.md text), at most 4,000
+ *                                      characters (DEFAULT_PERSONA)
+ *   backend.model                      chat model (@cf/zai-org/glm-4.7-flash)
+ *   backend.fallbackModel              tried once when the model fails before anything streamed
+ *                                      (none)
+ *   backend.locale                     spelling and formats (en-AU)
+ *   backend.timezone                   IANA zone for the business hours (Australia/Melbourne)
+ *   backend.maxAnswerSentences         integer 1..20 (4)
+ *   backend.historyMessages            earlier messages given to the model, integer 0..20 (6)
+ *   backend.tools.callback             offer request_callback (true)
+ *   backend.tools.businessHours        offer get_business_hours (true)
+ *   backend.budget.dailyNeurons        Workers AI neurons a UTC day before answers stop (9000)
+ *   backend.budget.maxInputTokens      the prompt's size, tokens ≈ characters / 4, 500..128000
+ *                                      (6000)
+ *   backend.allowedOrigins             origins the widget may call from, e.g.
+ *                                      ["https://acme.com.au"] ([])
+ *   backend.allowNoOrigin              accept requests without an Origin header (curl, tests)
+ *                                      (false)
+ *   backend.leads.webhookUrl           where each new lead is POSTed (chat/webhook.ts): an https://
+ *                                      URL, or http:// on 127.0.0.1, localhost or [::1] for local
+ *                                      development (none)
+ *   backend.leads.webhookSecret        HMAC-SHA256 key for X-HelpPuff-Signature, at least 16
+ *                                      characters (none)
+ * `allowedOrigins` and `allowNoOrigin` may also sit at the top level, next to "backend".
+ *
+ * Recrawl requests (`recrawlSecret`, recrawl.ts):
+ *   knowledge.recrawlSecret            the bearer secret of POST /v1/sites/:site/recrawl, at least
+ *                                      16 characters (none: recrawl requests are off)
  */
 
+/** What retrieval reads: backend.model (for the rewrite) and backend.retrieval. */
 export interface RetrievalSettings {
   finalK: number;
   minScore: number;
@@ -63,7 +100,7 @@ export function readBackend(text: string | null): { root: Json; backend: Json | 
   return { root, backend: isObject(root["backend"]) ? root["backend"] : root, problem: null };
 }
 
-/** Read the settings JSON text (null when the site has no settings row). */
+/** Retrieval's settings from the settings JSON text (null when the site has no settings row). */
 export function parseSettings(text: string | null): ParsedSettings {
   const settings: RetrievalSettings = { ...DEFAULT_SETTINGS };
   const { backend, problem } = readBackend(text);
@@ -115,4 +152,221 @@ export function parseSettings(text: string | null): ParsedSettings {
     else bad("retrieval.maxPerPage", "must be an integer >= 1 or null");
   }
   return { settings, problems };
+}
+
+/** What the chat reads: the persona, its models and answers, the guard rails, the lead webhook. */
+export interface ChatSettings {
+  persona: string;
+  model: string;
+  fallbackModel: string | null;
+  locale: string;
+  timezone: string;
+  maxAnswerSentences: number;
+  historyMessages: number;
+  tools: { callback: boolean; businessHours: boolean };
+  dailyNeurons: number;
+  maxInputTokens: number;
+  allowedOrigins: readonly string[];
+  allowNoOrigin: boolean;
+  leads: { webhookUrl: string | null; webhookSecret: string | null };
+}
+
+export const DEFAULT_PERSONA =
+  "You are the website assistant of this business. You help visitors with friendly, short, practical answers.";
+export const MAX_PERSONA_CHARS = 4000;
+export const MAX_HISTORY_MESSAGES = 20;
+export const MIN_WEBHOOK_SECRET_CHARS = 16;
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+export const DEFAULT_CHAT_SETTINGS: Readonly<ChatSettings> = Object.freeze({
+  persona: DEFAULT_PERSONA,
+  model: "@cf/zai-org/glm-4.7-flash",
+  fallbackModel: null,
+  locale: "en-AU",
+  timezone: "Australia/Melbourne",
+  maxAnswerSentences: 4,
+  historyMessages: 6,
+  tools: Object.freeze({ callback: true, businessHours: true }),
+  dailyNeurons: 9000,
+  maxInputTokens: 6000,
+  allowedOrigins: Object.freeze([]),
+  allowNoOrigin: false,
+  leads: Object.freeze({ webhookUrl: null, webhookSecret: null }),
+});
+
+export interface ParsedChatSettings {
+  settings: ChatSettings;
+  problems: string[]; // one line per ignored field, naming it
+}
+
+function fresh(): ChatSettings {
+  return {
+    ...DEFAULT_CHAT_SETTINGS,
+    tools: { ...DEFAULT_CHAT_SETTINGS.tools },
+    allowedOrigins: [],
+    leads: { ...DEFAULT_CHAT_SETTINGS.leads },
+  };
+}
+
+/** Whether `zone` is a time zone Intl knows. */
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-AU", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isLocale(locale: string): boolean {
+  try {
+    return Intl.getCanonicalLocales(locale).length === 1;
+  } catch {
+    return false;
+  }
+}
+
+/** The origin of `text` ("https://acme.com.au"), or null when it is not an http(s) URL. */
+export function originOf(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    return null;
+  }
+  return url.protocol === "https:" || url.protocol === "http:" ? url.origin : null;
+}
+
+/**
+ * `text` as a webhook URL: https://, or http:// only on a loopback host (local development);
+ * null otherwise.
+ */
+export function webhookUrlOf(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    return null;
+  }
+  if (url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))) {
+    return url.href;
+  }
+  return null;
+}
+
+/** The chat's settings from the settings JSON text (null when the site has no settings row). */
+export function parseChatSettings(text: string | null): ParsedChatSettings {
+  const settings = fresh();
+  const { root, backend, problem } = readBackend(text);
+  if (backend === null) {
+    return { settings, problems: problem ? [problem] : [] };
+  }
+  const problems: string[] = [];
+  const bad = (field: string, rule: string) => problems.push(`backend.${field} ${rule}; default used`);
+  const stringField = (field: string, apply: (value: string) => void, check: (value: string) => boolean = () => true) => {
+    if (!(field in backend)) return;
+    const value = backend[field];
+    if (typeof value === "string" && value.trim() && check(value.trim())) apply(value.trim());
+    else bad(field, "must be a non-empty string of the right form");
+  };
+  const integer = (from: Json, field: string, path: string, low: number, high: number, apply: (value: number) => void) => {
+    if (!(field in from)) return;
+    const value = from[field];
+    if (Number.isInteger(value) && (value as number) >= low && (value as number) <= high) apply(value as number);
+    else bad(path, `must be an integer from ${low} to ${high}`);
+  };
+
+  if ("prompt" in backend) {
+    const value = backend["prompt"];
+    if (typeof value === "string" && value.trim()) {
+      settings.persona = value.trim().slice(0, MAX_PERSONA_CHARS);
+      if (value.trim().length > MAX_PERSONA_CHARS) bad("prompt", `is over ${MAX_PERSONA_CHARS} characters; cut`);
+    } else bad("prompt", "must be a non-empty string");
+  }
+  stringField("model", (value) => (settings.model = value));
+  if ("fallbackModel" in backend && backend["fallbackModel"] === null) {
+    settings.fallbackModel = null;
+  } else {
+    stringField("fallbackModel", (value) => (settings.fallbackModel = value));
+  }
+  stringField("locale", (value) => (settings.locale = value), isLocale);
+  stringField("timezone", (value) => (settings.timezone = value), isTimeZone);
+  integer(backend, "maxAnswerSentences", "maxAnswerSentences", 1, 20, (value) => (settings.maxAnswerSentences = value));
+  integer(backend, "historyMessages", "historyMessages", 0, MAX_HISTORY_MESSAGES, (value) => (settings.historyMessages = value));
+
+  const tools = backend["tools"];
+  if (tools !== undefined) {
+    if (!isObject(tools)) bad("tools", "must be an object");
+    else {
+      for (const name of ["callback", "businessHours"] as const) {
+        if (!(name in tools)) continue;
+        if (typeof tools[name] === "boolean") settings.tools[name] = tools[name] as boolean;
+        else bad(`tools.${name}`, "must be true or false");
+      }
+    }
+  }
+  const budget = backend["budget"];
+  if (budget !== undefined) {
+    if (!isObject(budget)) bad("budget", "must be an object");
+    else {
+      if ("dailyNeurons" in budget) {
+        const value = budget["dailyNeurons"];
+        if (typeof value === "number" && Number.isFinite(value) && value >= 0) settings.dailyNeurons = value;
+        else bad("budget.dailyNeurons", "must be a number >= 0");
+      }
+      integer(budget, "maxInputTokens", "budget.maxInputTokens", 500, 128000, (value) => (settings.maxInputTokens = value));
+    }
+  }
+
+  const originsFrom = "allowedOrigins" in backend ? backend : root;
+  if ("allowedOrigins" in originsFrom) {
+    const value = originsFrom["allowedOrigins"];
+    const origins = Array.isArray(value) ? value.map((item) => (typeof item === "string" ? originOf(item) : null)) : null;
+    if (origins === null || origins.some((origin) => origin === null)) {
+      bad("allowedOrigins", "must be a list of http(s) origins such as \"https://acme.com.au\"");
+    } else {
+      settings.allowedOrigins = [...new Set(origins as string[])];
+    }
+  }
+  const noOriginFrom = "allowNoOrigin" in backend ? backend : root;
+  if ("allowNoOrigin" in noOriginFrom) {
+    const value = noOriginFrom["allowNoOrigin"];
+    if (typeof value === "boolean") settings.allowNoOrigin = value;
+    else bad("allowNoOrigin", "must be true or false");
+  }
+
+  const leads = backend["leads"];
+  if (leads !== undefined) {
+    if (!isObject(leads)) bad("leads", "must be an object");
+    else {
+      if ("webhookUrl" in leads && leads["webhookUrl"] !== null) {
+        const value = leads["webhookUrl"];
+        const url = typeof value === "string" ? webhookUrlOf(value) : null;
+        if (url !== null) settings.leads.webhookUrl = url;
+        else bad("leads.webhookUrl", "must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1])");
+      }
+      if ("webhookSecret" in leads && leads["webhookSecret"] !== null) {
+        const value = leads["webhookSecret"];
+        if (typeof value === "string" && value.length >= MIN_WEBHOOK_SECRET_CHARS) settings.leads.webhookSecret = value;
+        else bad("leads.webhookSecret", `must be a string of at least ${MIN_WEBHOOK_SECRET_CHARS} characters`);
+      }
+    }
+  }
+  return { settings, problems };
+}
+
+export const MIN_RECRAWL_SECRET_CHARS = 16;
+
+/** The site's recrawl secret from its stored helppuff.json (knowledge.recrawlSecret), or null. */
+export function recrawlSecret(settingsText: string | null): string | null {
+  if (!settingsText) return null;
+  let root: unknown;
+  try {
+    root = JSON.parse(settingsText);
+  } catch {
+    return null;
+  }
+  const knowledge = isObject(root) ? root["knowledge"] : undefined;
+  const secret = isObject(knowledge) ? knowledge["recrawlSecret"] : undefined;
+  return typeof secret === "string" && secret.length >= MIN_RECRAWL_SECRET_CHARS ? secret : null;
 }

@@ -3,8 +3,8 @@
  * `chunks_fts`, chunk rows by id (Vectorize gives ids only), and the next chunk of a section.
  * Every statement is scoped to one site.
  */
-import type { SqlDatabase } from "./bindings";
 import { CHUNK_COLUMNS, type Chunk, type ChunkRow, chunkFromRow } from "./chunks";
+import type { SqlDatabase } from "./ports";
 
 /** The embedding model and index the crawler recorded for a site (`site_index`). */
 export interface SiteIndex {

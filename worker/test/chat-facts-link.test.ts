@@ -5,9 +5,10 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { backendsFromEnv, type SqlDatabase } from "../src/bindings";
+import { backendsFromEnv } from "../src/bindings";
 import type { Passage } from "../src/chunks";
 import { linkFactsPassage } from "../src/chat/facts";
+import type { SqlDatabase } from "../src/ports";
 import { seedAcme } from "./acme";
 import { FakeVectorize } from "./fakes";
 import { FakeChatModel } from "./fake-model";

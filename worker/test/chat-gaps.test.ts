@@ -53,7 +53,7 @@ describe("gapKey", () => {
     ["Do you service St. Kilda—today?", "do you service st kilda today"],
     ["Ｆｕｌｌ width", "full width"],
     ["Öffnungszeiten am Samstag?", "öffnungszeiten am samstag"],
-  ])("%j is %j (as helppuff_crawl/answers.py gap_key)", (question, key) => {
+  ])("%j is %j (as helppuff_crawl/kb/gaps.py gap_key)", (question, key) => {
     expect(gapKey(question)).toBe(key);
   });
 });

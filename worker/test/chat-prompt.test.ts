@@ -18,7 +18,7 @@ import {
   quote,
   systemMessage,
 } from "../src/chat/prompt";
-import { DEFAULT_CHAT_SETTINGS, DEFAULT_PERSONA } from "../src/chat/settings";
+import { DEFAULT_CHAT_SETTINGS, DEFAULT_PERSONA } from "../src/settings";
 
 const SETTINGS = { ...DEFAULT_CHAT_SETTINGS, tools: { callback: true, businessHours: true } };
 

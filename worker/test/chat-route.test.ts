@@ -6,10 +6,11 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type Backends, backendsFromEnv } from "../src/bindings";
+import { backendsFromEnv } from "../src/bindings";
 import { NO_PASSAGES, PASSAGES_CLOSE, PASSAGES_OPEN, RULES_HEADING, quote } from "../src/chat/prompt";
 import { type ChatDeps, handleChat } from "../src/chat/route";
 import worker from "../src/index";
+import type { Backends } from "../src/ports";
 import { seedAcme } from "./acme";
 import { FakeVectorize } from "./fakes";
 import { FakeChatModel, FakeRateLimiter, GLM, GPT_OSS } from "./fake-model";

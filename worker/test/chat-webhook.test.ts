@@ -8,12 +8,13 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { type SqlDatabase, backendsFromEnv } from "../src/bindings";
+import { backendsFromEnv } from "../src/bindings";
 import { type SavedLead, saveLead } from "../src/chat/leads";
 import { handleChat } from "../src/chat/route";
-import { DEFAULT_CHAT_SETTINGS, parseChatSettings } from "../src/chat/settings";
+import { DEFAULT_CHAT_SETTINGS, parseChatSettings } from "../src/settings";
 import { type DeliveryOptions, type FetchLike, DEFAULT_DELIVERY, deliverLead, leadPayload, notifyLead } from "../src/chat/webhook";
 import worker from "../src/index";
+import type { SqlDatabase } from "../src/ports";
 import { seedAcme } from "./acme";
 import { FakeAi, FakeVectorize } from "./fakes";
 import { FakeChatModel } from "./fake-model";

@@ -1,13 +1,13 @@
 /**
- * helppuff.json is checked strictly by the crawler's side (helppuff_crawl/config.py, against
- * helppuff_crawl/schema/helppuff.schema.json) and read leniently here, per request (a bad field
- * keeps its default and is reported). These tests hold the two to the same documents
- * (helppuff_crawl/schema/cases.json; tests/test_config.py is the other half) and the same defaults.
+ * helppuff.json is checked strictly by the crawler's side (helppuff_crawl/config/helppuff_json.py,
+ * against helppuff_crawl/schema/helppuff.schema.json) and read leniently here, per request, by
+ * src/settings.ts (a bad field keeps its default and is reported). These tests hold the two to the
+ * same documents (helppuff_crawl/schema/cases.json; tests/test_config.py is the other half) and the
+ * same defaults.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CHAT_SETTINGS, parseChatSettings } from "../src/chat/settings";
-import { DEFAULT_SETTINGS, parseSettings } from "../src/settings";
+import { DEFAULT_CHAT_SETTINGS, DEFAULT_SETTINGS, parseChatSettings, parseSettings } from "../src/settings";
 
 const { cases } = env.TEST_CONFIG_CASES;
 

@@ -1,15 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { BGE_QUERY_PREFIX, queryEmbeddingInput, queryVector } from "../src/embedding";
+import { queryEmbeddingInput, queryVector } from "../src/embedding";
 
 describe("queryEmbeddingInput", () => {
   it.each([
-    ["@cf/baai/bge-small-en-v1.5", { text: ["Represent this sentence for searching relevant passages: gas leak"] }],
-    ["@cf/baai/bge-base-en-v1.5", { text: [`${BGE_QUERY_PREFIX}gas leak`] }],
-    ["@cf/baai/bge-large-en-v1.5", { text: [`${BGE_QUERY_PREFIX}gas leak`] }],
     ["@cf/qwen/qwen3-embedding-0.6b", { queries: ["gas leak"] }],
     ["@cf/baai/bge-m3", { text: ["gas leak"] }],
     ["@local/all-minilm-l6-v2", { text: ["gas leak"] }],
     ["@cf/some/other-embedder", { text: ["gas leak"] }],
+    ["@cf/baai/bge-small-en-v1.5", { text: ["gas leak"] }], // not in models.json: no query instruction
+    ["constructor", { text: ["gas leak"] }],
   ])("%s", (model, expected) => {
     expect(queryEmbeddingInput(model, "gas leak")).toEqual(expected);
   });

@@ -13,7 +13,7 @@
  * - FakeRateLimiter: a rate-limiting binding's `limit({key})`, a fixed window per key on an
  *   injected clock.
  */
-import type { AiRunner, RateLimiter } from "../src/bindings";
+import type { AiRunner, RateLimiter } from "../src/ports";
 import { FakeAi } from "./fakes";
 
 export const GLM = "@cf/zai-org/glm-4.7-flash";

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { BGE_QUERY_PREFIX } from "../src/embedding";
 import { FakeAi, FakeVectorize, RERANKER, cosine, fakeEmbedding, fakeRerankScore } from "./fakes";
 
 describe("FakeVectorize", () => {
@@ -32,9 +31,9 @@ describe("FakeVectorize", () => {
 });
 
 describe("FakeAi", () => {
-  it("embeds at the model's dimension, reading a BGE query instruction as an instruction", async () => {
+  it("embeds at the model's dimension", async () => {
     const ai = new FakeAi();
-    const output = (await ai.run("@cf/baai/bge-small-en-v1.5", { text: [`${BGE_QUERY_PREFIX}hot water`, "hot water"] })) as {
+    const output = (await ai.run("@cf/baai/bge-small-en-v1.5", { text: ["hot water", "Hot waters"] })) as {
       shape: number[];
       data: number[][];
     };

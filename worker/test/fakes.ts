@@ -10,8 +10,7 @@
  *   namespace, with `topK` and `returnMetadata`; it rejects a query of the wrong dimension as
  *   the real index does, can be made to fail, and records every query.
  */
-import type { AiRunner, VectorIndex, VectorMatch, VectorQueryOptions } from "../src/bindings";
-import { BGE_QUERY_PREFIX } from "../src/embedding";
+import type { AiRunner, VectorIndex, VectorMatch, VectorQueryOptions } from "../src/ports";
 
 export const EMBEDDING_DIMENSIONS: Readonly<Record<string, number>> = {
   "@cf/baai/bge-m3": 1024,
@@ -129,8 +128,7 @@ export class FakeAi implements AiRunner {
     if (!Array.isArray(texts) || !texts.every((text) => typeof text === "string")) {
       throw new Error(`5006: FakeAi: ${model} got inputs it does not take: ${JSON.stringify(Object.keys(inputs))}`);
     }
-    // A BGE v1.5 model reads its query instruction as an instruction, not as words to match.
-    const data = texts.map((text) => fakeEmbedding(text.startsWith(BGE_QUERY_PREFIX) ? text.slice(BGE_QUERY_PREFIX.length) : text, dimensions));
+    const data = texts.map((text) => fakeEmbedding(text, dimensions));
     return { shape: [data.length, dimensions], data };
   }
 

@@ -5,8 +5,9 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type Backends, type SqlDatabase, backendsFromEnv } from "../src/bindings";
+import { backendsFromEnv } from "../src/bindings";
 import worker from "../src/index";
+import type { Backends, SqlDatabase } from "../src/ports";
 import { parseSearchRequest } from "../src/request";
 import { type RetrievalMode, retrieve } from "../src/retrieve";
 import { seedAcme } from "./acme";

@@ -7,7 +7,8 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
 import worker from "../src/index";
-import { MAX_URLS, recrawlRoute, recrawlSecret } from "../src/recrawl";
+import { MAX_URLS, recrawlRoute } from "../src/recrawl";
+import { recrawlSecret } from "../src/settings";
 import { FakeChatModel } from "./fake-model";
 import { FakeVectorize } from "./fakes";
 

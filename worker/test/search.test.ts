@@ -4,11 +4,11 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { type SqlDatabase, backendsFromEnv } from "../src/bindings";
+import { backendsFromEnv } from "../src/bindings";
 import worker from "../src/index";
+import type { SqlDatabase } from "../src/ports";
 import { DEFAULT_RETRIEVE_OPTIONS, retrieve } from "../src/retrieve";
 import type { Passage } from "../src/chunks";
-import { BGE_QUERY_PREFIX } from "../src/embedding";
 import { rerankContext } from "../src/rerank";
 import { ACME_CHUNKS, seedAcme } from "./acme";
 import { FakeAi, FakeVectorize, RERANKER, fakeEmbedding } from "./fakes";
@@ -118,7 +118,7 @@ describe("the answer", () => {
   });
 
   it.each([
-    ["acme-small", "@cf/baai/bge-small-en-v1.5", { text: [`${BGE_QUERY_PREFIX}frozen pipes`] }],
+    ["acme-small", "@cf/baai/bge-small-en-v1.5", { text: ["frozen pipes"] }], // not in models.json: {text}
     ["acme-qwen", "@cf/qwen/qwen3-embedding-0.6b", { queries: ["frozen pipes"] }],
     ["acme-local", "@local/all-minilm-l6-v2", { text: ["frozen pipes"] }],
   ])("%s: embeds the query in %s's query form", async (site, model, inputs) => {

@@ -15,19 +15,19 @@
  *
  * Every lead saved here (and in extractive.ts) goes to the site's lead webhook, if it names one,
  * in the background (`deps.waitUntil`, webhook.ts): the answer neither waits for it nor changes.
+ *
+ * What an answer runs on and is made of (`AnswerDeps`, `AnswerInput`) is in types.ts, shared with
+ * extractive.ts.
  */
-import type { AiRunner, SqlDatabase } from "../bindings";
-import type { Passage } from "../chunks";
+import type { AiRunner } from "../ports";
 import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, Emit } from "./events";
 import { EXTRACTIVE_MODEL, isModelMissing, streamExtractive } from "./extractive";
-import type { BusinessFacts } from "./facts";
 import { type SavedLead, conversationExcerpt, saveLead } from "./leads";
 import { type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
 import { estimateTokens, messagesTokens } from "./prompt";
-import type { ChatRequest, VisitorDetails } from "./request";
-import type { ChatSettings } from "./settings";
+import type { VisitorDetails } from "./request";
 import {
   GET_BUSINESS_HOURS,
   MAX_TOOL_ROUNDS,
@@ -36,30 +36,12 @@ import {
   checkCallbackArguments,
   checkHoursArguments,
 } from "./tools";
+import type { AnswerDeps, AnswerInput } from "./types";
 import { type ModelUsage, countQuestion, priceNeurons, recordUsage, utcDay, utcMonth } from "./usage";
-import { type DeliveryOptions, notifyLead } from "./webhook";
+import { notifyLead } from "./webhook";
 
 export const MAX_OUTPUT_TOKENS = 2048;
 export const MODEL_FAILED_MESSAGE = "Sorry, the assistant cannot answer right now. Please try again in a moment.";
-
-export interface AnswerDeps {
-  db: SqlDatabase;
-  ai: AiRunner;
-  now: () => Date;
-  /** Background work that outlives the answer: the lead webhook (ExecutionContext.waitUntil). */
-  waitUntil: (promise: Promise<void>) => void | Promise<void>;
-  delivery: DeliveryOptions; // how the lead webhook is called (webhook.ts)
-}
-
-export interface AnswerInput {
-  site: string;
-  settings: ChatSettings;
-  facts: BusinessFacts;
-  request: ChatRequest;
-  messages: ModelMessage[]; // the prompt (buildPrompt)
-  passages: Passage[]; // the passages quoted in it
-  tools: ToolDefinition[];
-}
 
 /** The visitor left: stop, nothing more can be sent. */
 class VisitorGone extends Error {}

@@ -7,6 +7,7 @@
  * ("... $99 [", "[1") is held back until the next piece settles it.
  */
 import type { Passage } from "../chunks";
+import { ANSWERS_URL_PREFIX, FACTS_URL, FILES_URL_PREFIX } from "../contract";
 
 const MARKER = /^\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]/u;
 const MAYBE_MARKER = /^\[[\d\s,]*$/u;
@@ -78,16 +79,25 @@ export function stripCitations(text: string): { text: string; cited: number[] } 
 export interface Source {
   n: number;
   title: string;
-  url: string; // "" for the business's own words (an owner's answer): shown without a link
+  url: string; // "" for the business's own words (an owner's answer, an uploaded file): shown without a link
 }
 
-const OWN_PASSAGE = /^helppuff:\/\//iu;
+/**
+ * What a passage's page URL is (knowledge.json `internalUrls`): a web page, the facts passage, the
+ * business's own words (an own answer or an uploaded file, the URL prefix then its id), or none.
+ */
+export function sourceKind(url: string): "page" | "facts" | "own" | null {
+  if (/^https?:\/\//iu.test(url)) return "page";
+  if (url === FACTS_URL) return "facts";
+  if (url.startsWith(ANSWERS_URL_PREFIX) || url.startsWith(FILES_URL_PREFIX)) return "own";
+  return null;
+}
 
 /**
  * The Sources list: each cited passage, in citation order: a page with its http(s) link (each URL
- * once), and the business's own words (an owner's answer, `helppuff://answers/...`) by title
- * without a link (each title once). The facts passage is linked when the route gave it the
- * contact page's URL (factsSource), and left out otherwise.
+ * once), and the business's own words (an owner's answer or an uploaded file) by title without a
+ * link (each title once). The facts passage is linked when the route gave it the contact page's
+ * URL (linkFactsPassage, facts.ts), and left out otherwise.
  */
 export function citedSources(cited: readonly number[], passages: readonly Passage[]): Source[] {
   const sources: Source[] = [];
@@ -95,9 +105,9 @@ export function citedSources(cited: readonly number[], passages: readonly Passag
   for (const n of cited) {
     const passage = passages.find((p) => p.n === n);
     if (passage === undefined) continue;
-    const linked = /^https?:\/\//iu.test(passage.url);
-    const own = OWN_PASSAGE.test(passage.url) && passage.url !== FACTS_URL;
-    if (!linked && !own) continue;
+    const kind = sourceKind(passage.url);
+    if (kind !== "page" && kind !== "own") continue; // the facts passage without its page, or unknown
+    const linked = kind === "page";
     const key = linked ? passage.url : `own:${passage.title}`;
     if (seen.has(key)) continue;
     seen.add(key);
@@ -105,6 +115,3 @@ export function citedSources(cited: readonly number[], passages: readonly Passag
   }
   return sources;
 }
-
-/** The facts passage's page URL in `chunks` (helppuff_crawl/sitefacts.py FACTS_URL). */
-export const FACTS_URL = "helppuff://facts";

@@ -19,11 +19,11 @@
  * lead when a phone or an email is known (and sending it to the site's lead webhook, webhook.ts).
  */
 import type { Passage } from "../chunks";
-import type { AnswerDeps, AnswerInput } from "./answer";
 import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, ChatEvent, Emit } from "./events";
 import { conversationExcerpt, saveLead } from "./leads";
+import type { AnswerDeps, AnswerInput } from "./types";
 import { notifyLead } from "./webhook";
 
 /** `backend.model` value that answers extractively without calling any model. */

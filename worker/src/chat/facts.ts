@@ -1,15 +1,15 @@
 /**
  * The business details the assistant receives with every answer, from D1 `facts` (one row per
  * key, `value` JSON). The crawler never overwrites a key the owner set, so the stored value is
- * already the one that wins. Keys (helppuff_crawl/sitefacts.py): name, telephone, phones, email,
+ * already the one that wins. Keys (helppuff_crawl/kb/facts.py): name, telephone, phones, email,
  * emails, address, hours ({day: [[opens, closes]]}), areas, price_range, description, locations
  * (the business's other places: [{name, address, telephone, hours}]); any other
  * key is an owner's own entry, shown with its key as the label. `_site_blocks` (site-wide blocks
  * kept for the facts passage) is not a detail and is left out.
  */
-import type { SqlDatabase } from "../bindings";
 import type { Passage } from "../chunks";
-import { FACTS_URL } from "./citations";
+import { FACTS_URL } from "../contract";
+import type { SqlDatabase } from "../ports";
 import { DAYS, type WeeklyHours, dayHoursText, parseWeeklyHours, weekText } from "./hours";
 
 /** Another place of the business (a second clinic, a branch). */

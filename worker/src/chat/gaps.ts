@@ -1,14 +1,15 @@
 /**
  * Knowledge gaps: a visitor's question that found no passage, so the assistant said it was not
  * sure. Each is kept in D1 `knowledge_gaps` (migrations/0006) once per site and question whatever
- * its case, punctuation or spacing (`gapKey`, the same as helppuff_crawl/answers.py gap_key),
- * counting repeats, for the owner to answer or dismiss (`helppuff knowledge gaps`). A dismissed or
- * answered question keeps its state when asked again; only its count and last time move.
+ * its case, punctuation or spacing (`gapKey`, the same as helppuff_crawl/kb/gaps.py gap_key: both
+ * are held to helppuff_crawl/schema/gap-keys.json), counting repeats, for the owner to answer or
+ * dismiss (`helppuff knowledge gaps`). A dismissed or answered question keeps its state when asked
+ * again; only its count and last time move.
  *
  * Not every empty search is a gap: greetings and thanks ("hi", "thanks!"), the widget's own
  * callback message, and searches that did not fully run (a retriever failed) are left out.
  */
-import type { SqlDatabase } from "../bindings";
+import type { SqlDatabase } from "../ports";
 
 const MAX_QUESTION_CHARS = 500;
 // A failed retriever means "no passage" says nothing about the knowledge base.

@@ -3,7 +3,7 @@
  * and the end of the conversation that led there. The lead webhook (webhook.ts) sends each saved
  * lead on and records the outcome in `notified_at` / `notify_error` (migrations/0005).
  */
-import type { SqlDatabase } from "../bindings";
+import type { SqlDatabase } from "../ports";
 import type { ChatMessage, VisitorDetails } from "./request";
 
 export const EXCERPT_MESSAGES = 6;

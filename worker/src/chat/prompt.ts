@@ -10,18 +10,20 @@
  *      locale; the visitor's language; when to use the tools;
  *   3. the business details (D1 `facts`), quoted inside <business_details>;
  *   4. the contact details the visitor already gave (never asked for again);
- *   5. the numbered passages, each quoted inside <passage n="..."> within <passages>, with "<", ">"
- *      and "&" escaped so no text in a passage can close the block or open a new one. With no
- *      passage, the prompt says so and tells the model to say it is not sure and offer a callback.
+ *   5. the numbered passages, each quoted inside <passage n="..."> within <passages> and titled
+ *      by its heading path (joined with the contract's HEADING_SEPARATOR), with "<", ">" and "&"
+ *      escaped so no text in a passage can close the block or open a new one. With no passage,
+ *      the prompt says so and tells the model to say it is not sure and offer a callback.
  *
  * All of it stays under `maxInputTokens` (tokens ≈ characters / 4): the lowest passages are
  * dropped first (down to the best one), then the oldest turns, then the last passage.
  */
 import type { Passage } from "../chunks";
+import { joinHeadings } from "../contract";
+import type { ChatSettings } from "../settings";
 import { type BusinessFacts, factsLines } from "./facts";
 import type { ModelMessage } from "./model";
 import type { ChatMessage, VisitorDetails } from "./request";
-import type { ChatSettings } from "./settings";
 
 export type PromptSettings = Pick<
   ChatSettings,
@@ -133,7 +135,7 @@ function passagesSection(passages: readonly Passage[], settings: PromptSettings)
     return `# Passages\n${NO_PASSAGES}${offer}`;
   }
   const quoted = passages.map((passage) => {
-    const where = passage.headingPath.length > 1 ? passage.headingPath.join(" › ") : passage.title;
+    const where = passage.headingPath.length > 1 ? joinHeadings(passage.headingPath) : passage.title;
     return (
       `<passage n="${passage.n}" title="${attribute(where)}" url="${attribute(passage.url)}">\n` +
       `${quote(passage.text)}\n</passage>`

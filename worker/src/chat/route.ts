@@ -16,9 +16,11 @@
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
-import { type Backends, type Env, type RateLimiter, backendsFromEnv, rateLimitersFromEnv } from "../bindings";
+import { type Env, backendsFromEnv, rateLimitersFromEnv } from "../bindings";
 import { TOO_BIG, json, readBody } from "../http";
+import type { Backends, RateLimiter } from "../ports";
 import { type SearchResult, UnknownSiteError, retrieve } from "../retrieve";
+import { parseChatSettings } from "../settings";
 import { type SiteRecord, loadSite } from "../store";
 import { refuseOverBudget, streamAnswer } from "./answer";
 import { contactFromConversation, mergeContact } from "./contact";
@@ -29,7 +31,6 @@ import { checkOrigin, corsHeaders, preflightHeaders } from "./origin";
 import { buildPrompt, estimateTokens } from "./prompt";
 import { SITE_NAME } from "../request";
 import { parseChatRequest } from "./request";
-import { parseChatSettings } from "./settings";
 import { toolDefinitions } from "./tools";
 import { neuronsUsed, utcDay } from "./usage";
 import { DEFAULT_DELIVERY, type DeliveryOptions } from "./webhook";

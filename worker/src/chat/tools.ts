@@ -9,11 +9,11 @@
  * listed fields, each a string of the right form. A call that fails the check is not run; the
  * model gets the reason back as the tool's result.
  */
+import type { ChatSettings } from "../settings";
 import type { BusinessFacts } from "./facts";
 import { DAYS, type LocalTime, type WeeklyHours, dayHoursText, localTime, openState } from "./hours";
 import type { ToolDefinition } from "./model";
 import { type VisitorDetails, isEmail, isPhone } from "./request";
-import type { ChatSettings } from "./settings";
 
 export const MAX_TOOL_ROUNDS = 3;
 export const REQUEST_CALLBACK = "request_callback";

@@ -2,24 +2,16 @@
  * What answers cost, and what a site has used.
  *
  * Every answer is priced in Workers AI neurons from its token counts (neurons per million tokens,
- * in and out, from Cloudflare's model catalog as of 2026-10-04) and added to `usage_daily` (kind
- * "answer", per UTC day and model). A model missing from the table is priced at the dearest rates
- * in it, so the daily budget errs on the safe side. The daily budget compares
- * `backend.budget.dailyNeurons` with everything the site used that UTC day (answers, embeddings,
- * reranking), since all of it comes out of the same free allocation (10,000 neurons a day, reset at
- * 00:00 UTC). Questions are counted per site and UTC month in `questions_monthly`.
+ * in and out: the contract's PRICES, helppuff_crawl/schema/models.json, which holds every embedding,
+ * reranker and chat model the project knows) and added to `usage_daily` (kind "answer", per UTC day
+ * and model). A model missing from the table is priced at the dearest rates in it, so the daily
+ * budget errs on the safe side. The daily budget compares `backend.budget.dailyNeurons` with
+ * everything the site used that UTC day (answers, embeddings, reranking), since all of it comes out
+ * of the same free allocation (FREE_NEURONS_PER_DAY, 10,000 neurons a day, reset at 00:00 UTC).
+ * Questions are counted per site and UTC month in `questions_monthly`.
  */
-import type { SqlDatabase } from "../bindings";
-
-export interface Price {
-  input: number; // neurons per million input tokens
-  output: number; // neurons per million output tokens
-}
-
-export const PRICES: Readonly<Record<string, Price>> = Object.freeze({
-  "@cf/zai-org/glm-4.7-flash": { input: 5500, output: 36400 },
-  "@cf/openai/gpt-oss-120b": { input: 31818, output: 68182 },
-});
+import { PRICES, type Price } from "../contract";
+import type { SqlDatabase } from "../ports";
 
 const DEAREST: Price = {
   input: Math.max(...Object.values(PRICES).map((p) => p.input)),
@@ -28,7 +20,7 @@ const DEAREST: Price = {
 
 /** Neurons for one call's tokens, rounded to 1/1000. */
 export function priceNeurons(model: string, inputTokens: number, outputTokens: number): number {
-  const price = PRICES[model] ?? DEAREST;
+  const price = (Object.hasOwn(PRICES, model) ? PRICES[model] : undefined) ?? DEAREST;
   return Math.round(((inputTokens * price.input + outputTokens * price.output) / 1_000_000) * 1000) / 1000;
 }
 

@@ -19,10 +19,10 @@
  * 3xx is a failure). The outcome goes on the lead's row: `notified_at` (success) or `notify_error`
  * (a one-line reason); failures are logged with the site and the lead id only.
  */
-import type { SqlDatabase } from "../bindings";
+import type { SqlDatabase } from "../ports";
+import type { ChatSettings } from "../settings";
 import { TimeoutError, withTimeout } from "../timeout";
 import type { SavedLead } from "./leads";
-import type { ChatSettings } from "./settings";
 
 export const WEBHOOK_EVENT = "lead.created";
 export const WEBHOOK_USER_AGENT = "HelpPuff-Webhook/1";

@@ -1,0 +1,36 @@
+/**
+ * The types an answer is made of, shared by answer.ts (the model's answer) and extractive.ts (the
+ * answer without a model), so neither imports the other for them:
+ *
+ *   AnswerDeps   what answering runs on: D1, Workers AI, the clock, background work (the lead
+ *                webhook through `waitUntil`) and how the webhook is called
+ *   AnswerInput  one answer's site, settings, business details, request, prompt, passages and tools
+ *
+ * route.ts builds both for each chat request. Types only.
+ */
+import type { Passage } from "../chunks";
+import type { AiRunner, SqlDatabase } from "../ports";
+import type { ChatSettings } from "../settings";
+import type { BusinessFacts } from "./facts";
+import type { ModelMessage, ToolDefinition } from "./model";
+import type { ChatRequest } from "./request";
+import type { DeliveryOptions } from "./webhook";
+
+export interface AnswerDeps {
+  db: SqlDatabase;
+  ai: AiRunner;
+  now: () => Date;
+  /** Background work that outlives the answer: the lead webhook (ExecutionContext.waitUntil). */
+  waitUntil: (promise: Promise<void>) => void | Promise<void>;
+  delivery: DeliveryOptions; // how the lead webhook is called (webhook.ts)
+}
+
+export interface AnswerInput {
+  site: string;
+  settings: ChatSettings;
+  facts: BusinessFacts;
+  request: ChatRequest;
+  messages: ModelMessage[]; // the prompt (buildPrompt)
+  passages: Passage[]; // the passages quoted in it
+  tools: ToolDefinition[];
+}

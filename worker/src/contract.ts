@@ -1,0 +1,133 @@
+/**
+ * The contract the Worker shares with the crawler, read from the JSON files both sides import
+ * (helppuff_crawl/schema/; the crawler's reader is helppuff_crawl/config/contract.py). This is the
+ * only module that imports them: a model, a category or an internal URL is added to the JSON, and
+ * each side's tests check its code against every entry (test/contract.test.ts here).
+ *
+ *   models.json     EMBEDDING_MODELS     model id -> {dimensions, maxBatch, documents, queries,
+ *                                        fusedMinCosine, neuronsPerMillion}; `documents` and
+ *                                        `queries` are the input forms {field, prefix}: the texts
+ *                                        go in `field`, each after `prefix`
+ *                   RERANKER_MODELS      model id -> {neuronsPerMillion}
+ *                   CHAT_MODELS          model id -> {neuronsPerMillion}
+ *                   PRICES               every model above -> neurons per million tokens
+ *                                        {input, output}
+ *                   FUSED_MIN_COSINE_BY_MODEL   embedding model -> the least cosine a vector
+ *                                        match needs in fused order (select.ts)
+ *                   DEFAULT_EMBEDDING    {cloudflare, local}: the crawler's default embedding models
+ *                   FREE_NEURONS_PER_DAY the free Workers AI allocation a day
+ *   knowledge.json  CATEGORIES           every page category a chunk can carry
+ *                   FACTS_URL            the facts passage's page URL ("helppuff://facts")
+ *                   ANSWERS_URL_PREFIX   an own answer's page URL before its id
+ *                                        ("helppuff://answers/")
+ *                   FILES_URL_PREFIX     an uploaded file's page URL before its id
+ *                                        ("helppuff://file/")
+ *                   FACTS_TITLE          the facts passage's title
+ *                   HEADING_SEPARATOR    joins a heading path (" › ", `joinHeadings`): chunk
+ *                                        prefixes, the `headings` column, the prompt and the
+ *                                        reranker's input
+ *
+ * gap-keys.json, the cases of the knowledge-gap key, is read by the tests only (vitest.config.ts).
+ * Everything exported is frozen.
+ */
+import knowledgeJson from "../../helppuff_crawl/schema/knowledge.json";
+import modelsJson from "../../helppuff_crawl/schema/models.json";
+
+/** Neurons per million tokens, in and out. */
+export interface Price {
+  input: number;
+  output: number;
+}
+
+/** How an embedding model takes texts: `{[field]: texts.map((text) => prefix + text)}`. */
+export interface InputForm {
+  field: string;
+  prefix: string;
+}
+
+export interface EmbeddingModel {
+  dimensions: number;
+  maxBatch: number; // texts per embedding call the crawler sends
+  documents: InputForm; // the passages, as the crawler embeds them
+  queries: InputForm; // a visitor's question, as the Worker embeds it
+  fusedMinCosine: number;
+  neuronsPerMillion: Price;
+}
+
+export interface PricedModel {
+  neuronsPerMillion: Price;
+}
+
+interface ModelsFile {
+  embedding: Record<string, EmbeddingModel>;
+  defaultEmbedding: { cloudflare: string; local: string };
+  reranker: Record<string, PricedModel>;
+  chat: Record<string, PricedModel>;
+  freeNeuronsPerDay: number;
+}
+
+interface KnowledgeFile {
+  categories: string[];
+  internalUrls: { facts: string; answers: string; files: string };
+  factsTitle: string;
+  headingSeparator: string;
+}
+
+// Typed here, so `tsc` checks the files' shape against these interfaces.
+const MODELS: ModelsFile = modelsJson;
+const KNOWLEDGE: KnowledgeFile = knowledgeJson;
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  }
+  return value;
+}
+
+/** Copies of the files' values, frozen (the imported objects stay untouched). */
+function frozen<T>(value: T): T {
+  return deepFreeze(structuredClone(value));
+}
+
+export const EMBEDDING_MODELS: Readonly<Record<string, Readonly<EmbeddingModel>>> = frozen(MODELS.embedding);
+export const RERANKER_MODELS: Readonly<Record<string, Readonly<PricedModel>>> = frozen(MODELS.reranker);
+export const CHAT_MODELS: Readonly<Record<string, Readonly<PricedModel>>> = frozen(MODELS.chat);
+export const DEFAULT_EMBEDDING: Readonly<ModelsFile["defaultEmbedding"]> = frozen(MODELS.defaultEmbedding);
+export const FREE_NEURONS_PER_DAY: number = MODELS.freeNeuronsPerDay;
+
+/** The price of every model the contract knows: embedding, reranker and chat. */
+export const PRICES: Readonly<Record<string, Readonly<Price>>> = deepFreeze(
+  Object.fromEntries(
+    [EMBEDDING_MODELS, RERANKER_MODELS, CHAT_MODELS].flatMap((table) =>
+      Object.entries(table).map(([model, { neuronsPerMillion }]) => [model, { ...neuronsPerMillion }]),
+    ),
+  ),
+);
+
+/** Each embedding model's fused-order cosine bar. */
+export const FUSED_MIN_COSINE_BY_MODEL: Readonly<Record<string, number>> = deepFreeze(
+  Object.fromEntries(Object.entries(EMBEDDING_MODELS).map(([model, entry]) => [model, entry.fusedMinCosine])),
+);
+
+/** The embedding model's entry, or null for a model the contract does not know. */
+export function embeddingModel(model: string): Readonly<EmbeddingModel> | null {
+  return Object.hasOwn(EMBEDDING_MODELS, model) ? (EMBEDDING_MODELS[model] ?? null) : null;
+}
+
+/** The `AI.run` inputs of `texts` in an input form. */
+export function formInputs(form: Readonly<InputForm>, texts: readonly string[]): Record<string, string[]> {
+  return { [form.field]: texts.map((text) => form.prefix + text) };
+}
+
+export const CATEGORIES: readonly string[] = frozen(KNOWLEDGE.categories);
+export const FACTS_URL: string = KNOWLEDGE.internalUrls.facts;
+export const ANSWERS_URL_PREFIX: string = KNOWLEDGE.internalUrls.answers;
+export const FILES_URL_PREFIX: string = KNOWLEDGE.internalUrls.files;
+export const FACTS_TITLE: string = KNOWLEDGE.factsTitle;
+export const HEADING_SEPARATOR: string = KNOWLEDGE.headingSeparator;
+
+/** A heading path as one line, "Pricing | Acme › Call-out fees". */
+export function joinHeadings(path: readonly string[]): string {
+  return path.join(HEADING_SEPARATOR);
+}

@@ -1,0 +1,53 @@
+/**
+ * The small ports everything but the edge sees: what retrieval, the chat and the routes call
+ * instead of the Worker's bindings.
+ *
+ *   SqlDatabase  rows for a statement with positional `?` parameters (D1)
+ *   VectorIndex  a Vectorize v2 query, with VectorQueryOptions and VectorMatch
+ *   AiRunner     a Workers AI `run(model, inputs)`
+ *   RateLimiter  a rate-limiting binding's `limit({key})` (the chat's two limiters)
+ *   Backends     the three retrieval runs on: `db`, `vectors`, `ai`
+ *
+ * Types only. bindings.ts builds them from the real bindings, dev.ts from the local cloud's REST
+ * API (`helppuff serve`); tests hand in Miniflare's local D1 with FakeVectorize and FakeAi.
+ */
+
+/** A match as Vectorize returns it (`returnMetadata: "all"` fills `metadata`). */
+export interface VectorMatch {
+  id: string;
+  score: number;
+  metadata?: Record<string, unknown>;
+}
+
+export interface VectorQueryOptions {
+  topK: number;
+  namespace?: string;
+  returnMetadata?: "all" | "indexed" | "none";
+}
+
+/** The slice of a Vectorize index binding the Worker uses. */
+export interface VectorIndex {
+  query(vector: number[], options: VectorQueryOptions): Promise<{ matches: VectorMatch[] }>;
+}
+
+/** The slice of the Workers AI binding the Worker uses: `run(model, inputs)`. */
+export interface AiRunner {
+  run(model: string, inputs: Record<string, unknown>): Promise<unknown>;
+}
+
+/** Statements with positional `?` parameters; `all` returns the result rows. */
+export interface SqlDatabase {
+  all<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
+}
+
+/** The slice of a rate-limiting binding (wrangler.jsonc "ratelimits") the chat uses. */
+export interface RateLimiter {
+  limit(options: { key: string }): Promise<{ success: boolean }>;
+}
+
+/** What retrieval runs on. */
+export interface Backends {
+  db: SqlDatabase;
+  vectors: VectorIndex;
+  ai: AiRunner;
+}
