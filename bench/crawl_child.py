@@ -14,7 +14,9 @@ settings.setmodule("helppuff_crawl.settings", priority="project")
 settings.update({"LOG_LEVEL": "ERROR", "HELPPUFF_DATA_DIR": data_dir, "HELPPUFF_RENDER_JS": "never",
                  "DOWNLOAD_HANDLERS": {}, "CLOUDFLARE_API_TOKEN": ""}, priority="cmdline")
 if kind == "ours":
+    # Discovery and fetching only: no pipelines, and no run row.
     settings.set("ITEM_PIPELINES", {}, priority="cmdline")
+    settings.set("HELPPUFF_RUN_ENABLED", False, priority="cmdline")
 count = {"n": 0}
 
 class PlainSpider(scrapy.Spider):

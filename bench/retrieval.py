@@ -5,7 +5,7 @@
 1. Serves each site of tests/sites that has a question set in bench/questions/<site>.json on
    127.0.0.1 and crawls it with `helppuff crawl` (a child process, rendering off) into one
    temporary knowledge base, the folder name as the site id.
-2. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.devserver: the local cloud and
+2. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.local.devserver: the local cloud and
    `wrangler dev` in workerd, the dev shims reading the crawl's SQLite file and vector index).
 3. Asks every question three times through POST /v1/sites/<site>/search, with `mode` "hybrid"
    (the Worker's pipeline), "keywords" (FTS5 BM25 alone) and "vectors" (Vectorize alone); the
@@ -53,9 +53,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
-from helppuff_crawl.devserver import DevOptions, DevServer, port_is_free
 from helppuff_crawl.local.ai import LOCAL_MODEL
 from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID
+from helppuff_crawl.local.devserver import DevOptions, DevServer, port_is_free
 from tests.sitesserver import SiteServer
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,9 @@
 
 A `Page` is one URL of the site. The spider yields exactly one Page per candidate: fetched
 (status "fetched", with its HTML), or not fetched (unticked, blocked, gone, failed, skipped) with
-the reason. Pipelines fill in the Markdown, facts, hash and chunks, and the store records it.
+the reason. Pipelines fill in the Markdown, facts, hash, chunks and the lesson (the passages with
+their new vectors), and the store records it; the page that reaches `item_scraped` says what became
+of it ("ok" only once it is written).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Page:
     final_url: str = ""  # URL after redirects ("" when not fetched)
     redirects: list[str] = field(default_factory=list)  # URLs redirected through, in order
     rendered: bool = False  # HTML came from headless Chromium
-    html: str = ""  # the fetched HTML (dropped by the store, never persisted)
+    html: str = ""  # the fetched HTML (never persisted)
     title: str = ""  # <title> or first H1, whitespace collapsed
     description: str = ""  # meta description
     markdown: str = ""  # main content: trimmed, "\n" breaks, "#" headings, pipe tables
@@ -53,3 +55,4 @@ class Page:
     drop_blocks: frozenset[str] = frozenset()  # site-wide furniture fingerprints (text/boilerplate)
     site_blocks: tuple[str, ...] = ()  # Markdown of furniture with contact details/hours, kept with the facts
     chunks: list[Any] = field(default_factory=list)  # text/chunking.Chunk list, page order
+    lesson: Any = None  # kb/learn.Lesson from the embed pipeline: the rows and their new vectors

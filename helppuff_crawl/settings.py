@@ -1,7 +1,9 @@
-"""Scrapy settings for HelpPuff Crawl, and every HELPPUFF_* default (one comment each).
+"""Scrapy settings for HelpPuff Crawl, and every HELPPUFF_* setting with its default (one comment each).
 
-Only this module reads os.environ. Runs override with `-s NAME=VALUE`; tests with
-`get_crawler(settings_dict=...)`. Spider arguments say *what* to crawl; these say *how*.
+Each setting is declared here once; components read it without a default of their own (a test builds
+its crawler from these, tests/crawlers.py). Only this module reads os.environ. Runs override with
+`-s NAME=VALUE`; tests with `get_crawler(settings_dict=...)`. Spider arguments say *what* to crawl;
+these say *how*; the spider turns its arguments into the settings of the "what" below.
 """
 
 from __future__ import annotations
@@ -51,9 +53,11 @@ DOWNLOAD_HANDLERS = {
     "http": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
     "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
 }
+# The Chromium that renders pages (env HELPPUFF_CHROMIUM): Debian's.
+HELPPUFF_CHROMIUM = os.environ.get("HELPPUFF_CHROMIUM", "/usr/bin/chromium")
 PLAYWRIGHT_BROWSER_TYPE = "chromium"
 PLAYWRIGHT_LAUNCH_OPTIONS = {
-    "executable_path": os.environ.get("HELPPUFF_CHROMIUM", "/usr/bin/chromium"),
+    "executable_path": HELPPUFF_CHROMIUM,
     "headless": True,
     "args": [
         "--no-sandbox",
@@ -72,10 +76,25 @@ ITEM_PIPELINES = {
     "helppuff_crawl.pipelines.extract.ExtractMarkdownPipeline": 200,
     "helppuff_crawl.pipelines.hash.HashPipeline": 500,
     "helppuff_crawl.pipelines.chunk.ChunkPipeline": 600,
+    "helppuff_crawl.pipelines.embed.EmbedPipeline": 700,
     "helppuff_crawl.pipelines.store.StorePipeline": 900,
 }
+# The run row in D1, and the knowledge base the pipelines record into.
+EXTENSIONS = {
+    "helppuff_crawl.extensions.run.CrawlRun": 0,
+}
 
-# --- HelpPuff ------------------------------------------------------------------------------
+# --- HelpPuff: what to crawl (the spider sets these from its arguments) ----------------------
+# The site's name in the knowledge base (argument `site`, else from the start URL's host).
+HELPPUFF_SITE = ""
+# The site's home page (argument `url`).
+HELPPUFF_START_URL = ""
+# Globs that force a tick (argument `include`).
+HELPPUFF_INCLUDE: list[str] = []
+# Globs that untick (argument `exclude`); None: the default ones (web/categories.DEFAULT_EXCLUDE).
+HELPPUFF_EXCLUDE: list[str] | None = None
+
+# --- HelpPuff: where the knowledge base is --------------------------------------------------
 # Where the embedded local default keeps its files (D1 as SQLite, vectors).
 HELPPUFF_DATA_DIR = os.environ.get("HELPPUFF_DATA_DIR", ".helppuff")
 # Cloudflare account: when both are set, the crawl writes to Cloudflare instead of the local cloud.
@@ -94,10 +113,32 @@ HELPPUFF_LOCAL_CHAT_MODEL = os.environ.get("HELPPUFF_LOCAL_CHAT_MODEL", "")
 HELPPUFF_VECTORIZE_INDEX = os.environ.get("HELPPUFF_VECTORIZE_INDEX", "helppuff")
 # Embedding model: "" = @cf/baai/bge-m3 on Cloudflare, @local/all-minilm-l6-v2 in the local cloud.
 HELPPUFF_EMBED_MODEL = os.environ.get("HELPPUFF_EMBED_MODEL", "")
-# Texts per embedding call (batches are filled across pages; Workers AI takes at most 32).
+# Texts per embedding call (batches are filled across pages; at most the model's batch in models.json).
 HELPPUFF_EMBED_BATCH_SIZE = 32
 # Embedding calls in flight at once.
 HELPPUFF_EMBED_CONCURRENCY = 2
+# Seconds without a new text after which a partial batch is sent (pages wait for their vectors).
+HELPPUFF_EMBED_LINGER = 1.0
+# Chunk sizes in tokens (characters / 4): at most MAX of text, smaller than MIN merged where allowed.
+# Recorded with the site's index: a crawl with other sizes learns every page again.
+HELPPUFF_CHUNK_MIN_TOKENS = 150
+HELPPUFF_CHUNK_MAX_TOKENS = 800
+
+# --- HelpPuff: the components (each can be turned off) --------------------------------------
+# The run row (extensions/run.py): without it no pipeline has a knowledge base to record into.
+HELPPUFF_RUN_ENABLED = True
+# Learn the site's furniture from a sample of pages and drop it (pipelines/boilerplate.py).
+HELPPUFF_BOILERPLATE_ENABLED = True
+# Markdown, title, facts of each fetched page (pipelines/extract.py).
+HELPPUFF_EXTRACT_ENABLED = True
+# Chunks of each learned page (pipelines/chunk.py); off: pages are recorded, passages kept as they were.
+HELPPUFF_CHUNK_ENABLED = True
+# Embedding of new passages (pipelines/embed.py); off: as with chunking off.
+HELPPUFF_EMBED_ENABLED = True
+# Pages, passages and the work after the last page (pipelines/store.py).
+HELPPUFF_STORE_ENABLED = True
+
+# --- HelpPuff: how to crawl -----------------------------------------------------------------
 
 # Discovery: at most this many fetches (robots.txt, home page, sitemaps) before crawling.
 HELPPUFF_DISCOVERY_MAX_FETCHES = 50
@@ -124,7 +165,9 @@ HELPPUFF_BOILERPLATE_SAMPLE = 5
 HELPPUFF_BOILERPLATE_THRESHOLD = 0.5
 # Failed pages are worth retrying after these delays (seconds): +15 min, then +2 h.
 HELPPUFF_RETRY_DELAYS = [900, 7200]
-# A run whose heartbeat is older than this (seconds) and whose process is gone is marked failed.
-HELPPUFF_RUN_STALE_AFTER = 600
+# A running run whose heartbeat is older than this (seconds) is taken as dead and marked failed.
+HELPPUFF_RUN_STALE_AFTER = 600.0
+# Seconds between heartbeats of a running run.
+HELPPUFF_RUN_HEARTBEAT = 30.0
 
 COMMANDS_MODULE = "helppuff_crawl.commands"

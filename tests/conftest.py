@@ -76,6 +76,15 @@ def make_crawler(settings: Any) -> Any:
     return CrawlerRunner(settings).create_crawler(SiteSpider)
 
 
+def local_kb(folder: Path, database: str = "helppuff") -> Any:
+    """A KnowledgeBase on a local cloud in `folder` (its D1 `database` a SQLite file there)."""
+    from helppuff_crawl.kb.database import KnowledgeBase
+    from tests.crawlers import project_defaults
+
+    return KnowledgeBase.from_settings({**project_defaults(), "HELPPUFF_DATA_DIR": str(folder),
+                                        "HELPPUFF_D1_DATABASE": database})
+
+
 def kb_rows(kb: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
     """Rows of a query on the local knowledge base in folder `kb` (its D1 SQLite file), as dicts."""
     import sqlite3

@@ -8,7 +8,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from helppuff_crawl.answers import gap_key
+from helppuff_crawl.kb.gaps import gap_key
 from tests.conftest import kb_rows, run_helppuff
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.devserver import (
+from helppuff_crawl.local.devserver import (
     WORKER_DIR,
     DevOptions,
     DevServerError,

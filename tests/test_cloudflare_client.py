@@ -244,21 +244,16 @@ async def _ai_run(fake: FakeCloudflare) -> None:
 
 
 @pytest_twisted.inlineCallbacks
-def test_qwen_embedding_takes_documents_or_queries(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
-    yield run_async(_qwen(fake))
+def test_embedding_inputs_go_in_the_field_given(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_field(fake))
 
 
-async def _qwen(fake: FakeCloudflare) -> None:
-    # https://developers.cloudflare.com/workers-ai/models/qwen3-embedding-0.6b/
+async def _field(fake: FakeCloudflare) -> None:
     fake.on("POST", "/accounts/acc/ai/run/@cf/qwen/qwen3-embedding-0.6b",
             Canned(result={"data": [[1.0, 0.0]], "shape": [1, 2]}))
     client = _client(fake)
-    await client.embed("@cf/qwen/qwen3-embedding-0.6b", ["our prices"])
-    await client.embed("@cf/qwen/qwen3-embedding-0.6b", ["how much is a tap?"], query=True)
-    documents, queries = fake.requests
-    assert documents.path == "/client/v4/accounts/acc/ai/run/@cf/qwen/qwen3-embedding-0.6b"
-    assert documents.json() == {"documents": ["our prices"]}
-    assert queries.json() == {"queries": ["how much is a tap?"]}
+    await client.embed("@cf/qwen/qwen3-embedding-0.6b", ["how much is a tap?"], field="queries")
+    assert _only(fake).json() == {"queries": ["how much is a tap?"]}
     await client.aclose()
 
 

@@ -1,5 +1,9 @@
 """End to end: crawl tests/sites/acme-plumbing (a real HTTP server on 127.0.0.1) into a real
-SQLite knowledge base, and check every page's record."""
+SQLite knowledge base, and check every page's record.
+
+The site is crawled once for the module; a test that crawls again does so into its own copy of that
+knowledge base, so the tests hold in any order. Without Chromium the crawl does not render, and only
+what rendering decides (the JS-only quote calculator) is left unchecked."""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_twisted
 from scrapy import signals
 
@@ -17,11 +20,14 @@ from tests.conftest import kb_rows, make_crawler, project_settings
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
+RENDERS = Path(CHROMIUM).exists()
+_RENDER_JS = "auto" if RENDERS else "never"
+_JS_ONLY = "/quote-calculator"  # its content is built by a script: learned only when rendered
+
+
 @pytest_twisted.async_fixture(scope="module")
 async def acme_crawl(serve_site, tmp_path_factory):  # type: ignore[no-untyped-def]
     """Crawl the acme site once for this module; yield (server, kb folder, stats, items)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (scripts/setup.sh installs it)")
     server = serve_site("acme-plumbing")
     tmp_path = tmp_path_factory.mktemp("acme")
     crawler = make_crawler(project_settings(tmp_path))
@@ -31,8 +37,14 @@ async def acme_crawl(serve_site, tmp_path_factory):  # type: ignore[no-untyped-d
         items.append(item)
 
     crawler.signals.connect(collect, signal=signals.item_scraped)  # weak reference: kept alive here
-    await crawler.crawl(url=server.url, site="acme")
+    await crawler.crawl(url=server.url, site="acme", render_js=_RENDER_JS)
     return server, tmp_path, crawler.stats.get_stats(), items
+
+
+def _copy_of(tmp_path: Path, crawled: Path) -> Path:
+    """A copy of the module's crawled knowledge base, for a test that crawls again."""
+    shutil.copytree(crawled / "kb", tmp_path / "kb")
+    return tmp_path
 
 
 def test_the_run_is_recorded_done(acme_crawl) -> None:  # type: ignore[no-untyped-def]
@@ -84,6 +96,8 @@ def test_every_page_has_the_expected_status_and_reason(acme_crawl) -> None:  # t
         "/cafe-menu": ("ok", None),  # Latin-1 bytes served as UTF-8: decoded with replacements, learned
     }
     assert set(pages) == set(expected), sorted(set(pages) ^ set(expected))
+    if not RENDERS:
+        del expected[_JS_ONLY]
     for path, (status, category) in expected.items():
         row = pages[path]
         assert row["status"] == status, (path, row["status"], row["reason"])
@@ -102,8 +116,11 @@ def test_every_page_has_the_expected_status_and_reason(acme_crawl) -> None:  # t
     assert json.loads(pages["/old-services"]["redirects"]) == [f"{server.url}/old-services"]
     assert pages["/privacy"]["ticked"] == 0 and pages["/privacy"]["tick_reason"]
     assert pages["/tag/hot-water"]["tick_reason"]
-    assert pages["/quote-calculator"]["rendered"] == 1
-    assert "Instant quote calculator" in pages["/quote-calculator"]["markdown"]
+    if RENDERS:
+        assert pages[_JS_ONLY]["rendered"] == 1
+        assert "Instant quote calculator" in pages[_JS_ONLY]["markdown"]
+    else:
+        assert pages[_JS_ONLY]["rendered"] == 0
     for path, (status, _) in expected.items():
         if status == "ok":
             row = pages[path]
@@ -183,14 +200,13 @@ def test_chunks_and_vectors_agree(acme_crawl) -> None:  # type: ignore[no-untype
 
 @pytest_twisted.inlineCallbacks
 def test_vectorize_holds_exactly_the_chunks(acme_crawl):  # type: ignore[no-untyped-def]
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
-    from helppuff_crawl.writer import KnowledgeWriter
-    from tests.conftest import run_async
+    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
+    from helppuff_crawl.text.chunking import ChunkSizes
+    from tests.conftest import local_kb, run_async
 
     server, tmp_path, stats, items = acme_crawl
-    kb = KnowledgeBase.open(BackendConfig.from_settings({"HELPPUFF_DATA_DIR": str(tmp_path / "kb"),
-                                                         "HELPPUFF_D1_DATABASE": "helppuff"}))
-    writer = KnowledgeWriter(kb.client, kb.database, "helppuff", "@local/all-minilm-l6-v2", 384)
+    kb = local_kb(tmp_path / "kb")
+    writer = KnowledgeWriter(kb, IndexConfig("helppuff", "@local/all-minilm-l6-v2", 384, ChunkSizes(150, 800)))
     report = yield run_async(writer.consistency("acme"))
     yield run_async(kb.close())
     assert report["consistent"], report
@@ -198,11 +214,11 @@ def test_vectorize_holds_exactly_the_chunks(acme_crawl):  # type: ignore[no-unty
 
 
 @pytest_twisted.inlineCallbacks
-def test_an_unchanged_recrawl_embeds_nothing(acme_crawl):  # type: ignore[no-untyped-def]
-    # Runs last in this module: it crawls the same site again into the same knowledge base.
-    server, tmp_path, first_stats, items = acme_crawl
+def test_an_unchanged_recrawl_embeds_nothing(acme_crawl, tmp_path):  # type: ignore[no-untyped-def]
+    server, crawled, first_stats, items = acme_crawl
+    tmp_path = _copy_of(tmp_path, crawled)
     crawler = make_crawler(project_settings(tmp_path))
-    yield crawler.crawl(url=server.url, site="acme")
+    yield crawler.crawl(url=server.url, site="acme", render_js=_RENDER_JS)
     stats = crawler.stats.get_stats()
     assert stats.get("helppuff/embed/calls", 0) == 0
     assert stats.get("helppuff/vectors/written", 0) == 0 and stats.get("helppuff/vectors/deleted", 0) == 0
@@ -212,14 +228,15 @@ def test_an_unchanged_recrawl_embeds_nothing(acme_crawl):  # type: ignore[no-unt
 
 
 @pytest_twisted.inlineCallbacks
-def test_pages_unticked_later_leave_the_knowledge_base(acme_crawl):  # type: ignore[no-untyped-def]
-    # After the unchanged recrawl: the operator now excludes the pricing page.
-    server, tmp_path, first_stats, items = acme_crawl
+def test_pages_unticked_later_leave_the_knowledge_base(acme_crawl, tmp_path):  # type: ignore[no-untyped-def]
+    # After the first crawl, the operator excludes the pricing page.
+    server, crawled, first_stats, items = acme_crawl
+    tmp_path = _copy_of(tmp_path, crawled)
     pricing = server.url + "/pricing"
     before = kb_rows(tmp_path / "kb", "SELECT id FROM chunks WHERE url = ?", pricing)
     assert before
     crawler = make_crawler(project_settings(tmp_path))
-    yield crawler.crawl(url=server.url, site="acme", exclude="**/pricing")
+    yield crawler.crawl(url=server.url, site="acme", exclude="**/pricing", render_js=_RENDER_JS)
     (row,) = kb_rows(tmp_path / "kb", "SELECT status, ticked, tick_reason FROM pages WHERE url = ?", pricing)
     assert (row["status"], row["ticked"], row["tick_reason"]) == ("unticked", 0, "exclude glob '**/pricing'")
     assert kb_rows(tmp_path / "kb", "SELECT id FROM chunks WHERE url = ?", pricing) == []
@@ -227,3 +244,20 @@ def test_pages_unticked_later_leave_the_knowledge_base(acme_crawl):  # type: ign
     assert not gone & {r["id"] for r in kb_rows(tmp_path / "kb", "SELECT id FROM vectors")}
     assert crawler.stats.get_value("helppuff/store/removed_pages") == 1
     assert crawler.stats.get_value("helppuff/vectors/deleted") == len(before)
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_index_of_another_model_closes_the_crawl_with_the_reason(serve_site, tmp_path):  # type: ignore[no-untyped-def]
+    from helppuff_crawl.local.cloud import LocalCloud
+
+    server = serve_site("acme-plumbing")
+    # The index the crawl would write to already holds 8-dimension vectors of another model.
+    LocalCloud(tmp_path / "kb").handle("POST", "/client/v4/accounts/local/vectorize/v2/indexes",
+                                       json.dumps({"name": "helppuff", "config": {"dimensions": 8,
+                                                                                   "metric": "cosine"}}).encode())
+    crawler = make_crawler(project_settings(tmp_path))
+    yield crawler.crawl(url=server.url, site="acme", render_js="never")
+    (run,) = kb_rows(tmp_path / "kb", "SELECT status, reason FROM crawl_runs")
+    assert run["status"] == "failed"
+    assert run["reason"].startswith("crawl stopped: knowledge base refused: Vectorize index helppuff holds 8-dimension")
+    assert kb_rows(tmp_path / "kb", "SELECT url FROM pages") == []  # nothing was fetched

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from helppuff_crawl.devserver import DevServerError, find_toolchain
+from helppuff_crawl.local.devserver import DevServerError, find_toolchain
 from tests.devloop import HELPPUFF, ROOT, crawl_into, free_port, serving
 
 RERANKER_MISSING = ("reranker-failed: @cf/baai/bge-reranker-base: Workers AI: HTTP 400: "

@@ -11,8 +11,9 @@ import pytest
 import pytest_twisted
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
-from helppuff_crawl.local.ai import LOCAL_MODEL, AIError, LocalAI, MiniLMEmbedder, mean_of_windows, window_spans
+from helppuff_crawl.local.ai import LOCAL_MODEL, LocalAI, MiniLMEmbedder, mean_of_windows, window_spans
 from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
+from helppuff_crawl.local.errors import AIError
 from tests.conftest import run_async
 from tests.fakes import HashModel, hash_vector
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import pytest_twisted
 from scrapy import Request, Spider, signals
-from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from helppuff_crawl.middlewares.robotstxt import (
@@ -23,6 +22,7 @@ from helppuff_crawl.middlewares.robotstxt import (
 )
 from helppuff_crawl.web.robots import RobotsRules
 from tests.conftest import SITES
+from tests.crawlers import component_crawler
 from tests.sitesserver import SiteServer
 
 UA = "helppuff-crawler/0.1.0 (+https://helppuff.com/crawler)"
@@ -62,7 +62,7 @@ class ProbeSpider(Spider):
 
 
 def _crawler(**settings: Any) -> Any:
-    return get_crawler(ProbeSpider, {**SETTINGS, **settings})
+    return component_crawler(ProbeSpider, **{**SETTINGS, **settings})
 
 
 def _robots_signals(crawler: Any) -> list[tuple[Any, str]]:

@@ -1,17 +1,15 @@
-"""ExtractMarkdownPipeline and BoilerplatePipeline, built with a test crawler."""
+"""ExtractMarkdownPipeline, built with a test crawler."""
 
 from __future__ import annotations
 
-import asyncio
-
-import pytest_twisted
+import pytest
+from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
-from scrapy.utils.test import get_crawler
 
 from helppuff_crawl.items import Page
-from helppuff_crawl.pipelines.boilerplate import BoilerplatePipeline
-from helppuff_crawl.pipelines.extract import ExtractMarkdownPipeline
-from tests.conftest import run_async
+from helppuff_crawl.pipelines.extract import ExtractConfig, ExtractMarkdownPipeline
+from helppuff_crawl.web.categories import DEFAULT_EXCLUDE
+from tests.crawlers import component_crawler
 
 _FAQ_JSONLD = """<html><head><title>Questions | Acme</title>
 <script type="application/ld+json">{"@context": "https://schema.org", "@type": "FAQPage", "mainEntity": [
@@ -25,7 +23,7 @@ def _page(html: str, url: str = "https://acme.example/questions", **kw: object) 
 
 
 def test_faqpage_jsonld_pairs_the_page_does_not_show_become_bold_questions() -> None:
-    crawler = get_crawler()
+    crawler = component_crawler()
     pipeline = build_from_crawler(ExtractMarkdownPipeline, crawler)
     page = pipeline.process_item(_page(_FAQ_JSONLD))
     assert page.markdown == (
@@ -37,7 +35,7 @@ def test_faqpage_jsonld_pairs_the_page_does_not_show_become_bold_questions() -> 
 
 
 def test_a_page_without_content_is_empty_not_learned() -> None:
-    crawler = get_crawler()
+    crawler = component_crawler()
     pipeline = build_from_crawler(ExtractMarkdownPipeline, crawler)
     page = pipeline.process_item(_page("<html><body><nav><a href='/'>Home</a></nav></body></html>"))
     assert (page.status, page.reason) == ("empty", "no main content")
@@ -45,45 +43,42 @@ def test_a_page_without_content_is_empty_not_learned() -> None:
 
 
 def test_pages_not_fetched_pass_through_untouched() -> None:
-    pipeline = build_from_crawler(ExtractMarkdownPipeline, get_crawler())
+    pipeline = build_from_crawler(ExtractMarkdownPipeline, component_crawler())
     page = Page(url="https://acme.example/x", site="acme", status="gone", reason="HTTP 404")
     assert pipeline.process_item(page) is page and page.markdown == ""
 
 
-_PANEL = "<section><h2>Why choose us?</h2><p>Licensed, insured and on time since 1998.</p></section>"
+_PRIVACY = """<html><head><title>Privacy Policy | Acme</title></head><body><main><h1>Privacy Policy</h1>
+<p>We keep your details only to call you back about your job, and we never sell them.</p></main></body></html>"""
 
 
-def _site_page(n: int) -> str:
-    return (f"<html><head><title>Page {n}</title></head><body><main><h1>Page {n}</h1>"
-            f"<p>Unique words for page number {n}: {'alpha beta gamma ' * n}</p>{_PANEL}</main></body></html>")
+def test_a_page_whose_title_makes_it_legal_is_unticked_not_learned() -> None:
+    # /information says nothing of the page; its title makes it a legal page, and legal pages start
+    # unticked, so it is recorded unticked with the reason, like a /privacy page found in discovery.
+    crawler = component_crawler()
+    pipeline = build_from_crawler(ExtractMarkdownPipeline, crawler)
+    page = pipeline.process_item(_page(_PRIVACY, url="https://acme.example/information"))
+    assert page.category == "legal"
+    assert (page.status, page.ticked, page.tick_reason, page.reason) == ("unticked", False, "legal page", "legal page")
+    assert crawler.stats.get_value("helppuff/extract/unticked_by_title") == 1
 
 
-async def _sample_scenario() -> None:
-    crawler = get_crawler()
-    boilerplate = build_from_crawler(BoilerplatePipeline, crawler)
-    extract = build_from_crawler(ExtractMarkdownPipeline, crawler)
-    # A fetched page outside the sample arrives first: it waits for the sample.
-    early = _page(_site_page(9), url="https://acme.example/p9")
-    waiting = asyncio.ensure_future(boilerplate.process_item(early))
-    await asyncio.sleep(0)
-    assert not waiting.done()
-    # A page that was not fetched never waits.
-    gone = Page(url="https://acme.example/gone", site="acme", status="gone")
-    assert await boilerplate.process_item(gone) is gone
-    # The sample: four pages, one of them blocked (it counts, but teaches nothing).
-    blocked = Page(url="https://acme.example/p4", site="acme", status="blocked", sample=4)
-    assert await boilerplate.process_item(blocked) is blocked
-    fetched = [_page(_site_page(n), url=f"https://acme.example/p{n}", sample=4) for n in range(1, 4)]
-    await asyncio.gather(*(boilerplate.process_item(p) for p in fetched), waiting)
-    assert crawler.stats.get_value("helppuff/boilerplate/sample_pages") == 3
-    assert crawler.stats.get_value("helppuff/boilerplate/furniture_blocks") >= 1
-    done = extract.process_item(early)
-    assert "Why choose us" not in done.markdown and "Unique words for page number 9" in done.markdown
+def test_an_include_glob_still_forces_the_tick_of_a_page_its_title_makes_legal() -> None:
+    pipeline = build_from_crawler(ExtractMarkdownPipeline, component_crawler(HELPPUFF_INCLUDE=["/information"]))
+    page = pipeline.process_item(_page(_PRIVACY, url="https://acme.example/information"))
+    assert (page.category, page.status, page.ticked) == ("legal", "fetched", True)
 
 
-@pytest_twisted.inlineCallbacks
-def test_furniture_is_learned_from_the_sample_then_dropped_everywhere():  # type: ignore[no-untyped-def]
-    yield run_async(_sample_scenario())
+def test_an_exclude_glob_unticks_a_page_its_title_gives_a_category() -> None:
+    contact = "<html><head><title>Contact Us</title></head><body><main><h1>Contact</h1><p>Call 03 9000 1234 " \
+              "any time between eight and five on weekdays.</p></main></body></html>"
+    pipeline = build_from_crawler(ExtractMarkdownPipeline, component_crawler(HELPPUFF_EXCLUDE=["/reach-us"]))
+    page = pipeline.process_item(_page(contact, url="https://acme.example/reach-us"))
+    assert (page.category, page.status, page.tick_reason) == ("contact", "unticked", "exclude glob '/reach-us'")
 
 
-
+def test_config_and_switch() -> None:
+    assert ExtractConfig.from_settings(component_crawler().settings) == ExtractConfig((), DEFAULT_EXCLUDE)
+    assert ExtractConfig.from_settings(component_crawler(HELPPUFF_EXCLUDE="/a,/b").settings).exclude == ("/a", "/b")
+    with pytest.raises(NotConfigured):
+        build_from_crawler(ExtractMarkdownPipeline, component_crawler(HELPPUFF_EXTRACT_ENABLED=False))

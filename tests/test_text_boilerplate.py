@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helppuff_crawl.text.boilerplate import Block, Furniture, blocks, fingerprint, learn_furniture, normalise
+from helppuff_crawl.text.blocks import Block, fingerprint, normalise
+from helppuff_crawl.text.boilerplate import Furniture, blocks, learn_furniture
 from helppuff_crawl.text.markdown import extract
 
 

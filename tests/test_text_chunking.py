@@ -12,15 +12,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helppuff_crawl.text.chunking import (
-    MAX_TOKENS,
-    MIN_TOKENS,
     Chunk,
     ChunkMeta,
+    ChunkSizes,
     chunk_id,
-    chunk_page,
     context_prefix,
     count_tokens,
 )
+from helppuff_crawl.text.chunking import chunk_page as chunk_with
+
+# The seed's sizes, the crawl's defaults (HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS): the
+# pinned chunks below are cut with these.
+SIZES = ChunkSizes(min_tokens=150, max_tokens=800)
+MIN_TOKENS, MAX_TOKENS = SIZES.min_tokens, SIZES.max_tokens
+
+
+def chunk_page(markdown: str, meta: ChunkMeta, sizes: ChunkSizes = SIZES) -> list[Chunk]:
+    return chunk_with(markdown, meta, sizes)
 
 TITLE = "Hot Water Repairs | Acme Plumbing"
 URL = "https://acme.com.au/services/hot-water"
@@ -632,3 +640,26 @@ def test_any_text_gives_well_formed_chunks(markdown: str, category: str) -> None
         assert chunk.heading_path[0] == TITLE
         assert chunk.text.strip() and chunk.text == chunk.text.rstrip() and not chunk.text.startswith("\n")
         assert chunk.tokens <= MAX_TOKENS or chunk.oversized
+
+
+def test_other_sizes_cut_other_chunks() -> None:
+    paragraphs = "\n\n".join(f"Paragraph {n}: " + "we fix leaking taps and burst pipes. " * 12 for n in range(8))
+    markdown = "## Repairs\n\n" + paragraphs
+    seed = chunk_page(markdown, META)
+    small = chunk_page(markdown, META, ChunkSizes(min_tokens=50, max_tokens=200))
+    assert len(small) > len(seed) >= 2
+    assert all(c.tokens <= 200 and not c.oversized for c in small)
+    assert "".join(c.text for c in small).count("Paragraph") == 8  # nothing lost, nothing repeated
+
+
+@pytest.mark.parametrize(("low", "high"), [(150, 99), (800, 800), (-1, 800), (0, 9000)])
+def test_sizes_out_of_range_are_refused(low: int, high: int) -> None:
+    with pytest.raises(ValueError):
+        ChunkSizes(low, high)
+
+
+def test_sizes_come_from_the_settings_naming_them() -> None:
+    assert ChunkSizes.from_settings({"HELPPUFF_CHUNK_MIN_TOKENS": "100", "HELPPUFF_CHUNK_MAX_TOKENS": 600}) == \
+        ChunkSizes(100, 600)
+    with pytest.raises(ValueError, match="HELPPUFF_CHUNK_MIN_TOKENS"):
+        ChunkSizes.from_settings({"HELPPUFF_CHUNK_MIN_TOKENS": "lots", "HELPPUFF_CHUNK_MAX_TOKENS": 600})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from lxml import etree, html
 
+from helppuff_crawl.config.contract import CATEGORIES
 from helppuff_crawl.web.categories import (
-    CATEGORIES,
+    CATEGORY_KEYS,
     DEFAULT_EXCLUDE,
     TickDecision,
     categorize,
@@ -316,3 +317,11 @@ def test_glob_matches_the_decoded_path_of_a_url() -> None:
 def test_glob_match_rejects_bad_patterns(pattern: object) -> None:
     with pytest.raises(ValueError, match=f"glob: not a pattern: {pattern!r}"):
         glob_match(pattern, "/x")  # type: ignore[arg-type]
+
+
+def test_every_category_of_the_contract_has_rules_and_every_rule_a_contract_category() -> None:
+    # helppuff_crawl/schema/knowledge.json lists the categories; the rules here must cover exactly those
+    # (home and other are decided by the path's shape and by elimination, not by keys).
+    assert set(CATEGORY_KEYS) | {"home", "other"} == set(CATEGORIES)
+    found = {categorize(url, title) for url, title, _ in CATEGORIZE_CASES}
+    assert found <= set(CATEGORIES) and found == set(CATEGORIES)

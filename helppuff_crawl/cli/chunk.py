@@ -1,6 +1,7 @@
-"""`helppuff chunk FILE.md --url URL --title TITLE --category CAT [--site SITE] [--json]`.
+"""`helppuff chunk FILE.md --url URL --title TITLE --category CAT [--site SITE] [--json] [-s NAME=VALUE]`.
 
-Chunks a Markdown file (or stdin, with FILE "-") exactly as a crawl would (text/chunking) and
+Chunks a Markdown file (or stdin, with FILE "-") exactly as a crawl would (text/chunking, with the
+chunk sizes of HELPPUFF_CHUNK_MIN_TOKENS and HELPPUFF_CHUNK_MAX_TOKENS) and
 prints the chunks: a readable listing, or with --json one JSON object per chunk per line (id,
 ordinal, heading_path, anchor, tokens, is_faq, oversized, prefix, text). --site defaults to the
 URL's host without "www.", lower case, with every run of other characters than [a-z0-9] as "-".
@@ -17,8 +18,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from helppuff_crawl.cli import UsageError
-from helppuff_crawl.text.chunking import PATH_SEPARATOR, Chunk, ChunkMeta, chunk_page
-from helppuff_crawl.web.categories import CATEGORIES
+from helppuff_crawl.cli.crawl import parse_set_options, project_settings
+from helppuff_crawl.config.contract import CATEGORIES
+from helppuff_crawl.text.chunking import PATH_SEPARATOR, Chunk, ChunkMeta, ChunkSizes, chunk_page
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--category", required=True, help=f"one of: {' '.join(CATEGORIES)}")
     parser.add_argument("--site", default="", help="site name (default: from the URL's host)")
     parser.add_argument("--json", action="store_true", help="one JSON object per chunk per line")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting, e.g. HELPPUFF_CHUNK_MAX_TOKENS=600")
     parser.set_defaults(func=run)
 
 
@@ -46,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if not site:
         raise UsageError(f"cannot name the site from --url {args.url!r}: give --site")
     meta = ChunkMeta(site=site, url=args.url, title=args.title, category=args.category)
-    chunks = chunk_page(markdown, meta)
+    chunks = chunk_page(markdown, meta, ChunkSizes.from_settings(project_settings(parse_set_options(args.set))))
     logger.info("Chunked %s into %d chunks", args.file, len(chunks))
     if args.json:
         for chunk in chunks:

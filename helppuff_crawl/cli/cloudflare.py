@@ -26,28 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-async def apply_migrations(client: Any, database: str) -> list[str]:
-    """Apply worker/migrations files not yet recorded in d1_migrations (D1 or the local cloud)."""
-    from helppuff_crawl.local.d1 import migration_files, split_statements
-
-    await client.d1_query(database, "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY "
-                                    "AUTOINCREMENT, name TEXT UNIQUE, applied_at TIMESTAMP DEFAULT "
-                                    "CURRENT_TIMESTAMP NOT NULL)")
-    done = {row["name"] for row in await client.d1_query(database, "SELECT name FROM d1_migrations")}
-    applied = []
-    for file in migration_files():
-        if file.name in done:
-            continue
-        statements = [(statement, []) for statement in split_statements(file.read_text(encoding="utf-8"))]
-        statements.append(("INSERT INTO d1_migrations (name) VALUES (?)", [file.name]))
-        await client.d1_batch(database, statements)
-        applied.append(file.name)
-    return applied
-
-
 async def setup(settings: Any, site: str) -> dict[str, Any]:
     from helppuff_crawl.cli.knowledge import open_knowledge
-    from helppuff_crawl.knowledge import BackendConfig
+    from helppuff_crawl.kb.database import BackendConfig
+    from helppuff_crawl.kb.migrations import apply_migrations
 
     backend = BackendConfig.from_settings(settings)
     kb, writer, _ = open_knowledge(settings)
@@ -61,8 +43,8 @@ async def setup(settings: Any, site: str) -> dict[str, Any]:
             else:
                 database = next(db.get("uuid") or database for db in found
                                 if db.get("name") == database or db.get("uuid") == database)
-            kb.database = writer.database = database
-        migrations = await apply_migrations(kb.client, database)
+            kb.database = database
+        migrations = await apply_migrations(kb)
         had_index = await kb.client.vectorize_get_index(writer.index) is not None
         await writer.ensure_index()
         await writer.claim_site(site)

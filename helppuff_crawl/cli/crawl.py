@@ -109,7 +109,7 @@ def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
     """The spider's arguments: those given on the command line, else helppuff.json's (--config)."""
     spider_args: dict[str, Any] = {"url": args.url}
     if getattr(args, "config", None):
-        from helppuff_crawl.config import ConfigError, read_config, website_arguments
+        from helppuff_crawl.config.helppuff_json import ConfigError, read_config, website_arguments
 
         try:
             configured = website_arguments(read_config(Path(args.config)))
@@ -131,7 +131,8 @@ def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from helppuff_crawl.knowledge import KnowledgeBase
+    from helppuff_crawl.kb import runs
+    from helppuff_crawl.kb.database import KnowledgeBase
 
     overrides = parse_set_options(args.set)
     overrides.setdefault("LOG_LEVEL", "INFO" if args.verbose else "WARNING")
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def _read() -> dict[str, Any] | None:
         async with KnowledgeBase.from_settings(project_settings(overrides)) as kb:
-            return await kb.run(run_id)
+            return await runs.get_run(kb, run_id)
 
     row = asyncio.run(_read()) or {}
     if args.json:

@@ -92,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def file_command(settings: Any, args: argparse.Namespace) -> Any:
     """Run upload, files or remove-file on the knowledge base."""
-    from helppuff_crawl import files
+    from helppuff_crawl.kb import files
 
     kb, writer, embedder = open_knowledge(settings)
     try:
@@ -162,7 +162,7 @@ def _answer_text(args: argparse.Namespace) -> str:
 
 async def own_answers(settings: Any, command: str, args: argparse.Namespace) -> Any:
     """Run one of add, answers, remove, gaps, answer, dismiss on the knowledge base."""
-    from helppuff_crawl import answers
+    from helppuff_crawl.kb import answers, gaps
 
     kb, writer, embedder = open_knowledge(settings)
     try:
@@ -173,10 +173,10 @@ async def own_answers(settings: Any, command: str, args: argparse.Namespace) -> 
         if command == "remove":
             return await answers.remove_answer(kb, writer, args.site, args.id)
         if command == "gaps":
-            return await answers.list_gaps(kb, args.site, include_closed=args.all)
+            return await gaps.list_gaps(kb, args.site, include_closed=args.all)
         if command == "answer":
-            return await answers.answer_gap(kb, writer, embedder.embed, args.site, args.id, _answer_text(args))
-        return await answers.dismiss_gap(kb, args.site, args.id)
+            return await gaps.answer_gap(kb, writer, embedder.embed, args.site, args.id, _answer_text(args))
+        return await gaps.dismiss_gap(kb, args.site, args.id)
     finally:
         await kb.close()
 
@@ -211,63 +211,26 @@ def _run_own_answers(settings: Any, args: argparse.Namespace) -> int:
 
 
 def open_knowledge(settings: Any) -> tuple[Any, Any, Any]:
-    from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
-    from helppuff_crawl.writer import KnowledgeWriter
+    """The knowledge base the settings name, its writer, and the embedder of the site's index."""
+    from helppuff_crawl.embed.models import WorkersAIEmbedder
+    from helppuff_crawl.kb.database import BackendConfig, KnowledgeBase
+    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
 
     backend = BackendConfig.from_settings(settings)
+    try:
+        index = IndexConfig.from_settings(settings, backend.remote)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     kb = KnowledgeBase.open(backend)
-    model = settings.get("HELPPUFF_EMBED_MODEL") or default_model(backend.remote)
-    if model not in MODELS:
-        raise UsageError(f"HELPPUFF_EMBED_MODEL must be one of {', '.join(MODELS)}, got {model!r}")
-    writer = KnowledgeWriter(kb.client, kb.database, settings.get("HELPPUFF_VECTORIZE_INDEX") or "helppuff",
-                             model, MODELS[model])
-    return kb, writer, WorkersAIEmbedder(kb.client, model)
-
-
-# What waits for the owner, and what the owner added: one row per site.
-_OWNER_COUNTS = (
-    "SELECT (SELECT COUNT(*) FROM own_answers WHERE site = ?1) AS own_answers, "
-    "(SELECT COUNT(*) FROM knowledge_files WHERE site = ?1 AND status = 'ok') AS files, "
-    "(SELECT COUNT(*) FROM knowledge_files WHERE site = ?1 AND status = 'failed') AS files_failed, "
-    "(SELECT COUNT(*) FROM knowledge_gaps WHERE site = ?1 AND state = 'open') AS open_gaps, "
-    "(SELECT COUNT(*) FROM leads WHERE site = ?1 AND handled_at IS NULL) AS open_leads, "
-    "(SELECT COUNT(*) FROM crawl_requests WHERE site = ?1 AND handled_at IS NULL) AS recrawl_requested"
-)
+    return kb, KnowledgeWriter(kb, index), WorkersAIEmbedder(kb.client, index.model, index.dimensions)
 
 
 async def status_report(settings: Any, site: str | None) -> dict[str, Any]:
-    from helppuff_crawl.knowledge import utc_now
+    from helppuff_crawl.kb.status import knowledge_report
 
     kb, writer, _ = open_knowledge(settings)
     try:
-        sites = [site] if site else await kb.sites()
-        day = utc_now().strftime("%Y-%m-%d")
-        report: dict[str, Any] = {"sites": []}
-        for name in sites:
-            q = kb.client.d1_query
-            pages = {r["status"]: r["pages"] for r in await kb.status_counts(name)}
-            chunks = (await q(kb.database, "SELECT COUNT(*) AS n FROM chunks WHERE site = ?", [name]))[0]["n"]
-            vectors = (await q(kb.database, "SELECT COUNT(*) AS n FROM vectors WHERE site = ? AND state = 'live'",
-                               [name]))[0]["n"]
-            index = await q(kb.database, "SELECT model, dimensions, vector_index, namespace FROM site_index "
-                                         "WHERE site = ?", [name])
-            usage = await q(kb.database, "SELECT kind, model, calls, input_tokens, output_tokens, neurons "
-                                         "FROM usage_daily WHERE site = ? AND day = ?", [name, day])
-            owner = (await q(kb.database, _OWNER_COUNTS, [name]))[0]
-            last = await kb.last_run(name)
-            index_row = index[0] if index else None
-            check = await writer.consistency(name) if index_row else {"consistent": chunks == 0, "chunks": chunks}
-            report["sites"].append({
-                "site": name, "pages": pages, "chunks": chunks, "vectors": vectors,
-                "model": index_row,
-                "last_run": {k: last[k] for k in ("id", "status", "reason", "started_at", "finished_at",
-                                                  "pages_ok", "pages_failed")} if last else None,
-                "usage_today": {"day": day, "rows": usage, "neurons": round(sum(u["neurons"] for u in usage), 4)},
-                "consistency": check,
-                "owner": owner,
-            })
-        return report
+        return await knowledge_report(kb, writer, site)
     finally:
         await kb.close()
 
@@ -293,23 +256,24 @@ def _owner_line(counts: dict[str, int]) -> str:
 
 
 async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
-    from helppuff_crawl.sitefacts import parse_owner_value
-    from helppuff_crawl.writer import write_facts_passage
+    from helppuff_crawl.kb import facts
 
     kb, writer, embedder = open_knowledge(settings)
     try:
-        await kb.set_owner_fact(site, key, parse_owner_value(value))
+        await facts.set_owner_fact(kb, site, key, facts.parse_owner_value(value))
         await writer.ensure_index()
         await writer.claim_site(site)
-        return await write_facts_passage(kb, writer, embedder.embed, site)
+        return await facts.write_facts_passage(kb, writer, embedder.embed, site)
     finally:
         await kb.close()
 
 
 async def list_facts(settings: Any, site: str) -> list[dict[str, Any]]:
+    from helppuff_crawl.kb import facts
+
     kb, _, _ = open_knowledge(settings)
     try:
-        return [{**row, "value": json.loads(row["value"])} for row in await kb.facts(site)]
+        return [{**row, "value": json.loads(row["value"])} for row in await facts.list_facts(kb, site)]
     finally:
         await kb.close()
 

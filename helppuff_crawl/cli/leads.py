@@ -34,10 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def _with_kb(settings: Any, work: Any) -> Any:
-    from helppuff_crawl.knowledge import KnowledgeBase
+    from helppuff_crawl.kb import leads
+    from helppuff_crawl.kb.database import KnowledgeBase
 
     async with KnowledgeBase.from_settings(settings) as kb:
-        return await work(kb)
+        return await work(leads, kb)
 
 
 def lead_lines(lead: dict[str, Any]) -> list[str]:
@@ -59,12 +60,12 @@ def run(args: argparse.Namespace) -> int:
     settings = project_settings(parse_set_options(args.set))
     if args.leads_command == "done":
         try:
-            marked = asyncio.run(_with_kb(settings, lambda kb: kb.mark_leads_handled(args.site, args.ids)))
+            marked = asyncio.run(_with_kb(settings, lambda room, kb: room.mark_leads_handled(kb, args.site, args.ids)))
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
         print(f"{args.site}: {len(marked)} lead{'s' if len(marked) != 1 else ''} marked handled")
         return 0
-    leads = asyncio.run(_with_kb(settings, lambda kb: kb.leads(args.site, include_handled=args.all)))
+    leads = asyncio.run(_with_kb(settings, lambda room, kb: room.list_leads(kb, args.site, include_handled=args.all)))
     if args.json:
         print(json.dumps(leads, indent=2, ensure_ascii=False))
         return 0

@@ -1,4 +1,4 @@
-"""`helppuff schedule`: crawl the sites that are due (helppuff_crawl/schedule.py), one after another.
+"""`helppuff schedule`: crawl the sites that are due (helppuff_crawl/kb/schedule.py), one after another.
 
     helppuff schedule [--dry-run] [--json]
 
@@ -32,16 +32,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def _plan(settings: Any) -> list[Any]:
-    from helppuff_crawl.knowledge import KnowledgeBase, utc_now
-    from helppuff_crawl.schedule import plan
+    from helppuff_crawl.clock import utc_now
+    from helppuff_crawl.kb.database import KnowledgeBase
+    from helppuff_crawl.kb.schedule import plan
 
     async with KnowledgeBase.from_settings(settings) as kb:
-        return await plan(kb, utc_now(), settings.getfloat("HELPPUFF_RUN_STALE_AFTER", 600.0))
+        return await plan(kb, utc_now(), settings.getfloat("HELPPUFF_RUN_STALE_AFTER"))
 
 
 async def _handled(settings: Any, site: str, request_id: str) -> None:
-    from helppuff_crawl.knowledge import KnowledgeBase, utc_now
-    from helppuff_crawl.schedule import mark_request_handled
+    from helppuff_crawl.clock import utc_now
+    from helppuff_crawl.kb.database import KnowledgeBase
+    from helppuff_crawl.kb.schedule import mark_request_handled
 
     async with KnowledgeBase.from_settings(settings) as kb:
         await mark_request_handled(kb, site, request_id, utc_now())

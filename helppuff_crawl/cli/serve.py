@@ -1,7 +1,7 @@
 """`helppuff serve`: the Worker in dev mode, answering from the local knowledge base.
 
 Starts the local cloud on 127.0.0.1 (a random bearer token) and `wrangler dev` with the Worker's
-dev shims pointed at it (helppuff_crawl.devserver), prints the URLs once the Worker answers, and
+dev shims pointed at it (helppuff_crawl.local.devserver), prints the URLs once the Worker answers, and
 runs until Ctrl-C (or SIGTERM), then stops both. The Worker reads the same SQLite file and vector
 index the crawl wrote. Models the local cloud lacks (the reranker) degrade the answer to fused
 order, and each answer says so in `degraded`. Chat answers come from an OpenAI-compatible server
@@ -14,6 +14,7 @@ Exit status: 0 after Ctrl-C, 1 when it could not start or wrangler stopped on it
 from __future__ import annotations
 
 import argparse
+import asyncio
 import signal
 import sys
 import threading
@@ -43,11 +44,14 @@ def _print_line(line: str) -> None:
 
 
 def _sites(cloud: LocalCloud, database: str) -> list[dict[str, Any]]:
-    """Each crawled site with its chunk count and embedding model, from the local D1."""
-    sql = ("SELECT chunks.site AS site, COUNT(*) AS chunks, "
-           "(SELECT model FROM site_index WHERE site_index.site = chunks.site) AS model "
-           "FROM chunks GROUP BY chunks.site ORDER BY chunks.site")
-    return cloud.database(database).query([(sql, [])])[0]["results"]
+    """Each crawled site with its chunk count and embedding model, from the local cloud's D1."""
+    from helppuff_crawl.cloudflare.client import CloudflareClient
+    from helppuff_crawl.kb.database import KnowledgeBase
+    from helppuff_crawl.kb.status import indexed_sites
+    from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalTransport
+
+    kb = KnowledgeBase(CloudflareClient(LocalTransport(cloud), LOCAL_ACCOUNT_ID), database)
+    return asyncio.run(indexed_sites(kb))
 
 
 class _Stop(Exception):
@@ -60,19 +64,19 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.cli.crawl import project_settings
-    from helppuff_crawl.devserver import DevOptions, DevServer, DevServerError
     from helppuff_crawl.local.chat import ChatServerConfig
+    from helppuff_crawl.local.devserver import DevOptions, DevServer, DevServerError
 
     settings = project_settings()
-    data_dir = Path(args.data_dir or settings.get("HELPPUFF_DATA_DIR") or ".helppuff")
-    database = str(settings.get("HELPPUFF_D1_DATABASE") or "helppuff")
-    chat_url = str(args.chat_url or settings.get("HELPPUFF_LOCAL_CHAT_URL") or "")
-    chat_model = str(args.chat_model or settings.get("HELPPUFF_LOCAL_CHAT_MODEL") or "")
+    data_dir = Path(args.data_dir or settings.get("HELPPUFF_DATA_DIR"))
+    database = str(settings.get("HELPPUFF_D1_DATABASE"))
+    chat_url = str(args.chat_url or settings.get("HELPPUFF_LOCAL_CHAT_URL"))
+    chat_model = str(args.chat_model or settings.get("HELPPUFF_LOCAL_CHAT_MODEL"))
     try:
         chat = ChatServerConfig(chat_url, chat_model) if chat_url else None
         options = DevOptions(
             data_dir=data_dir, port=args.port, cloud_port=args.cloud_port, database=database,
-            index=str(settings.get("HELPPUFF_VECTORIZE_INDEX") or "helppuff"), chat=chat,
+            index=str(settings.get("HELPPUFF_VECTORIZE_INDEX")), chat=chat,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -4,7 +4,7 @@
     helppuff settings set --site S FILE         store FILE (helppuff.json, or - for stdin)
 
 The Worker reads `site_settings` on every request, so a change applies at once. The file is
-checked first against helppuff.json's schema (helppuff_crawl/config.py), every problem named by
+checked first against helppuff.json's schema (helppuff_crawl/config/helppuff_json.py), every problem named by
 its field, so a mistake such as an `allowedOrigins` entry with a path, which would leave the
 widget refused on the owner's site, is caught before it is stored.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
-from helppuff_crawl.config import ConfigError, parse_config
+from helppuff_crawl.config.helppuff_json import ConfigError, parse_config
 
 MAX_SETTINGS_BYTES = 64 * 1024
 
@@ -50,17 +50,19 @@ def check_settings(text: str) -> dict[str, Any]:
 
 
 async def _show(settings: Any, site: str) -> dict[str, Any] | None:
-    from helppuff_crawl.knowledge import KnowledgeBase
+    from helppuff_crawl.kb import site_settings
+    from helppuff_crawl.kb.database import KnowledgeBase
 
     async with KnowledgeBase.from_settings(settings) as kb:
-        return await kb.site_settings(site)
+        return await site_settings.get_site_settings(kb, site)
 
 
 async def _store(settings: Any, site: str, text: str) -> None:
-    from helppuff_crawl.knowledge import KnowledgeBase
+    from helppuff_crawl.kb import site_settings
+    from helppuff_crawl.kb.database import KnowledgeBase
 
     async with KnowledgeBase.from_settings(settings) as kb:
-        await kb.set_site_settings(site, text)
+        await site_settings.set_site_settings(kb, site, text)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,21 +20,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def collect(settings: Any, site: str | None, with_pages: bool) -> dict[str, Any]:
-    from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase
+    from helppuff_crawl.kb import pages, runs
+    from helppuff_crawl.kb.database import KnowledgeBase
 
-    kb = KnowledgeBase.open(BackendConfig.from_settings(settings))
+    kb = KnowledgeBase.from_settings(settings)
     try:
-        sites = [site] if site else await kb.sites()
+        sites = [site] if site else await pages.sites(kb)
         out: dict[str, Any] = {"sites": []}
         for name in sites:
-            counts = {row["status"]: row["pages"] for row in await kb.status_counts(name)}
-            last = await kb.last_run(name)
+            counts = {row["status"]: row["pages"] for row in await pages.status_counts(kb, name)}
+            last = await runs.last_run(kb, name)
             entry: dict[str, Any] = {"site": name, "pages": counts, "total": sum(counts.values()),
                                      "last_run": _run_summary(last)}
             if with_pages:
                 entry["page_list"] = [
                     {k: row[k] for k in ("url", "category", "ticked", "status", "reason", "http_status", "title")}
-                    for row in await kb.pages(name)
+                    for row in await pages.list_pages(kb, name)
                 ]
             out["sites"].append(entry)
         return out

@@ -416,11 +416,12 @@ class CloudflareClient:
         result = await self._call(f"Workers AI model {model}", "POST", path, dict(payload))
         return result if isinstance(result, dict) else {"result": result}
 
-    async def ai_embed(self, model: str, texts: Sequence[str], *, query: bool = False) -> Embeddings:
-        """Embed up to 32 texts with one call; the vectors come back in the order of the texts.
+    async def ai_embed(self, model: str, texts: Sequence[str], *, field: str = "text") -> Embeddings:
+        """Embed up to 32 texts with one call, sent as `{field: texts}`; the vectors come back in order.
 
-        bge-m3 (and the local models) take {"text": [...]}; qwen3-embedding takes {"documents": [...]}
-        or, for search queries (`query=True`), {"queries": [...]}. Both answer {"shape", "data"}.
+        The field is the model's input form (helppuff_crawl/embed/models.py reads it from the shared
+        contract: "text" for bge-m3 and the local models, "documents" or "queries" for qwen3-embedding).
+        Every embedding model answers {"shape", "data"}.
         """
         texts = list(texts)
         if len(texts) > MAX_EMBED_TEXTS:
@@ -429,11 +430,7 @@ class CloudflareClient:
             return Embeddings([], [0, 0], 0)
         if not all(isinstance(t, str) for t in texts):
             raise ValueError("texts must be strings")
-        if "qwen3-embedding" in model:
-            payload: dict[str, Any] = {"queries" if query else "documents": texts}
-        else:
-            payload = {"text": texts}
-        result = await self.ai_run(model, payload)
+        result = await self.ai_run(model, {field: texts})
         data = result.get("data")
         if not isinstance(data, list) or len(data) != len(texts):
             got = len(data) if isinstance(data, list) else type(data).__name__
@@ -446,9 +443,9 @@ class CloudflareClient:
         shape = result.get("shape") or [len(data), len(data[0]) if data else 0]
         return Embeddings([[float(x) for x in row] for row in data], list(shape), tokens)
 
-    async def embed(self, model: str, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(self, model: str, texts: Sequence[str], *, field: str = "text") -> list[list[float]]:
         """Embed up to 32 texts with one call; one vector per text, in order."""
-        return (await self.ai_embed(model, texts, query=query)).vectors
+        return (await self.ai_embed(model, texts, field=field)).vectors
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -1,27 +1,28 @@
 """What Workers AI calls cost, in neurons, from their token counts.
 
-Workers AI bills in neurons; the free allocation is 10,000 a day (reset at 00:00 UTC). Each model
-has a price in neurons per million input tokens and per million output tokens, from Cloudflare's
-model catalog (as the project's spec records it, checked 2026-10-04; prices change, so re-check
-before relying on them). Models of the local cloud (`@local/...`) cost nothing.
+Workers AI bills in neurons; the free allocation is 10,000 a day (reset at 00:00 UTC). Each model's
+price in neurons per million input tokens and per million output tokens is in the shared contract
+(helppuff_crawl/schema/models.json, from Cloudflare's model catalog; the Worker prices its answers from
+the same table). Models of the local cloud (`@local/...`) cost nothing.
 """
 
 from __future__ import annotations
 
 import logging
 
+from helppuff_crawl.config.contract import models as contract_models
+
 logger = logging.getLogger(__name__)
+
+_KINDS = ("embedding", "reranker", "chat")
 
 # model -> (neurons per million input tokens, neurons per million output tokens)
 NEURONS_PER_MILLION: dict[str, tuple[float, float]] = {
-    "@cf/zai-org/glm-4.7-flash": (5_500, 36_400),
-    "@cf/openai/gpt-oss-120b": (31_818, 68_182),
-    "@cf/baai/bge-m3": (1_075, 0),
-    "@cf/qwen/qwen3-embedding-0.6b": (1_075, 0),
-    "@cf/baai/bge-reranker-base": (283, 0),
-    "@local/all-minilm-l6-v2": (0, 0),
+    model_id: (float(entry["neuronsPerMillion"]["input"]), float(entry["neuronsPerMillion"]["output"]))
+    for kind in _KINDS
+    for model_id, entry in contract_models()[kind].items()
 }
-FREE_NEURONS_PER_DAY = 10_000
+FREE_NEURONS_PER_DAY: int = int(contract_models()["freeNeuronsPerDay"])
 
 
 def neurons(model: str, input_tokens: int, output_tokens: int = 0) -> float:

@@ -35,16 +35,16 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from helppuff_crawl.local.chat import OpenAIChat
+from helppuff_crawl.local.chat import OpenAIChat, is_chat_request
+from helppuff_crawl.local.errors import AIError
 
 logger = logging.getLogger(__name__)
 
-LOCAL_MODEL = "@local/all-minilm-l6-v2"
+LOCAL_MODEL = "@local/all-minilm-l6-v2"  # as helppuff_crawl/schema/models.json lists it
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
 WINDOW = MAX_SEQUENCE - 2  # word pieces of text per window
 OVERLAP = 32
@@ -54,16 +54,6 @@ _load_lock = threading.Lock()
 # One model run at a time: the fast tokenizer refuses concurrent use ("Already borrowed"), and on
 # a CPU two runs at once are no faster than one after the other.
 _run_lock = threading.RLock()
-
-
-class AIError(Exception):
-    """A request Workers AI would refuse: HTTP status, Cloudflare's code and message."""
-
-    def __init__(self, status: int, code: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
 
 
 class LocalModel(Protocol):
@@ -202,8 +192,6 @@ class LocalAI:
         """The `result` of POST /ai/run/{model}, or AIError as Workers AI would answer."""
         runner = self.models.get(model)
         if runner is None and self.chat is not None:
-            from helppuff_crawl.local.chat import is_chat_request
-
             if is_chat_request(payload):
                 return self.chat.run(model, payload)
         if runner is None:

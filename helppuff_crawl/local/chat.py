@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from helppuff_crawl.local.ai import AIError
+from helppuff_crawl.local.errors import AIError
 
 logger = logging.getLogger(__name__)
 

@@ -31,8 +31,9 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from helppuff_crawl.cloudflare.client import Response
-from helppuff_crawl.local.ai import AIError, LocalAI
+from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.d1 import MIGRATIONS_DIR, D1Error, LocalD1
+from helppuff_crawl.local.errors import AIError
 from helppuff_crawl.local.vectorize import (
     INDEX_NAME,
     LocalVectorIndex,

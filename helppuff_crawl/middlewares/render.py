@@ -35,7 +35,7 @@ class RenderConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RenderConfig:
-        budget = settings.getfloat("HELPPUFF_RENDER_BUDGET", 600.0)
+        budget = settings.getfloat("HELPPUFF_RENDER_BUDGET")
         if budget < 0:
             raise ValueError(f"HELPPUFF_RENDER_BUDGET must be >= 0 seconds, got {budget}")
         return cls(budget)

@@ -94,7 +94,7 @@ class RobotsConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RobotsConfig:
-        cap = settings.getfloat("HELPPUFF_ROBOTS_MAX_CRAWL_DELAY", 30.0)
+        cap = settings.getfloat("HELPPUFF_ROBOTS_MAX_CRAWL_DELAY")
         if not math.isfinite(cap) or cap < 0:
             raise ValueError(f"HELPPUFF_ROBOTS_MAX_CRAWL_DELAY must be >= 0 seconds, got {cap}")
         user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""

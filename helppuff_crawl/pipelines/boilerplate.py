@@ -38,7 +38,7 @@ class BoilerplateConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BoilerplateConfig:
-        threshold = settings.getfloat("HELPPUFF_BOILERPLATE_THRESHOLD", 0.5)
+        threshold = settings.getfloat("HELPPUFF_BOILERPLATE_THRESHOLD")
         if not 0 < threshold < 1:
             raise ValueError(f"HELPPUFF_BOILERPLATE_THRESHOLD must be between 0 and 1, got {threshold}")
         return cls(threshold)
@@ -46,7 +46,7 @@ class BoilerplateConfig:
 
 class BoilerplatePipeline:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("HELPPUFF_BOILERPLATE_ENABLED", True):
+        if not crawler.settings.getbool("HELPPUFF_BOILERPLATE_ENABLED"):
             raise NotConfigured("HELPPUFF_BOILERPLATE_ENABLED is off")
         self.config = BoilerplateConfig.from_settings(crawler.settings)
         self.crawler = crawler

@@ -35,8 +35,8 @@ from twisted.internet.error import (
 )
 from twisted.python.failure import Failure
 
+from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.items import Page
-from helppuff_crawl.knowledge import iso, utc_now
 from helppuff_crawl.web.categories import categorize, decide_tick
 from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, needs_rendering
 from helppuff_crawl.web.sitemaps import DEFAULT_SITEMAP_PATHS, SitemapWalk
@@ -152,28 +152,28 @@ class CrawlConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> CrawlConfig:
-        max_pages = settings.getint("HELPPUFF_MAX_PAGES", 300)
+        max_pages = settings.getint("HELPPUFF_MAX_PAGES")
         if not 1 <= max_pages <= MAX_PAGES_LIMIT:
             raise ValueError(f"HELPPUFF_MAX_PAGES must be between 1 and {MAX_PAGES_LIMIT}, got {max_pages}")
-        render = settings.get("HELPPUFF_RENDER_JS", "auto")
+        render = settings.get("HELPPUFF_RENDER_JS")
         if render not in RENDER_MODES:
             raise ValueError(f"HELPPUFF_RENDER_JS must be one of {', '.join(RENDER_MODES)}, got {render!r}")
         exclude = settings.getlist("HELPPUFF_EXCLUDE") if settings.get("HELPPUFF_EXCLUDE") is not None else None
-        fetches = settings.getint("HELPPUFF_DISCOVERY_MAX_FETCHES", 50)
+        fetches = settings.getint("HELPPUFF_DISCOVERY_MAX_FETCHES")
         if fetches < 2:
             raise ValueError(f"HELPPUFF_DISCOVERY_MAX_FETCHES must be >= 2, got {fetches}")
         return cls(
             max_pages=max_pages,
             render_js=render,
-            render_min_text=settings.getint("HELPPUFF_RENDER_MIN_TEXT", 300),
-            render_min_scripts=settings.getint("HELPPUFF_RENDER_MIN_SCRIPTS", 2),
+            render_min_text=settings.getint("HELPPUFF_RENDER_MIN_TEXT"),
+            render_min_scripts=settings.getint("HELPPUFF_RENDER_MIN_SCRIPTS"),
             include=tuple(settings.getlist("HELPPUFF_INCLUDE")),
             exclude=tuple(exclude) if exclude is not None else None,
-            follow_links=settings.getbool("HELPPUFF_FOLLOW_LINKS", True),
+            follow_links=settings.getbool("HELPPUFF_FOLLOW_LINKS"),
             max_discovery_fetches=fetches,
-            max_sitemaps=settings.getint("HELPPUFF_SITEMAP_MAX_SITEMAPS", 25),
-            max_sitemap_urls=settings.getint("HELPPUFF_SITEMAP_MAX_URLS", 1000),
-            sample_size=settings.getint("HELPPUFF_BOILERPLATE_SAMPLE", 5),
+            max_sitemaps=settings.getint("HELPPUFF_SITEMAP_MAX_SITEMAPS"),
+            max_sitemap_urls=settings.getint("HELPPUFF_SITEMAP_MAX_URLS"),
+            sample_size=settings.getint("HELPPUFF_BOILERPLATE_SAMPLE"),
         )
 
 
@@ -205,7 +205,9 @@ class SiteSpider(scrapy.Spider):
         if a.exclude is not None:
             settings.set("HELPPUFF_EXCLUDE", list(a.exclude), priority="spider")
         if a.discover_only:
+            # Nothing is recorded: no pipelines, and no run.
             settings.set("ITEM_PIPELINES", {}, priority="spider")
+            settings.set("HELPPUFF_RUN_ENABLED", False, priority="spider")
         if settings.get("HELPPUFF_RENDER_JS") == "never":
             # No browser needed: plain Scrapy download handlers only.
             settings.set("DOWNLOAD_HANDLERS", {}, priority="spider")

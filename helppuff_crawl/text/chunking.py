@@ -20,10 +20,11 @@ body row), fenced code (one unit), and rules. Blocks are separated by blank line
 a fence, a table line, a rule or a bullet (or "1.") list line also ends a paragraph.
 
 Size. Tokens are characters / 4 rounded up (`count_tokens`); a chunk's `text` is at most
-`MAX_TOKENS` unless the chunk is flagged `oversized`. The prefix is not counted. A section that
-does not fit is cut at block boundaries first; a block that alone does not fit is cut between
+`sizes.max_tokens` unless the chunk is flagged `oversized` (`ChunkSizes`; a crawl takes them from
+HELPPUFF_CHUNK_MIN_TOKENS and HELPPUFF_CHUNK_MAX_TOKENS, by default the seed's 150 and 800). The
+prefix is not counted. A section that does not fit is cut at block boundaries first; a block that alone does not fit is cut between
 its units (list items, table rows, code lines). Blocks before such a block that are still under
-`MIN_TOKENS` (an intro line) stay with its first piece. A table part repeats the header row
+`sizes.min_tokens` (an intro line) stay with its first piece. A table part repeats the header row
 (header and separator lines); when the header leaves under 100 tokens for rows (a table wider
 than the budget), rows are packed as if it were not there and the parts are flagged oversized.
 A code part re-opens and closes the fence. A unit that alone does not fit (a paragraph, list
@@ -34,11 +35,11 @@ every part of a code fence cut at lines, and a chunk whose heading alone fills t
 Every part starts with its section's heading line as Markdown ("## Prices"); the page-title
 section has none, the title being in the prefix.
 
-Merging. A chunk under `MIN_TOKENS` (a small section, or the last part of a large one) takes in
+Merging. A chunk under `sizes.min_tokens` (a small section, or the last part of a large one) takes in
 the next part when that part is the first part of a section that is a sibling of the chunk's
 first section or a descendant of such a sibling or of that section (never a section higher up,
-never an FAQ part), and the result stays within `MAX_TOKENS`; it goes on while the chunk is
-still under `MIN_TOKENS`. A heading with no body of its own never makes a chunk: it merges into its
+never an FAQ part), and the result stays within `sizes.max_tokens`; it goes on while the chunk is
+still under `sizes.min_tokens`. A heading with no body of its own never makes a chunk: it merges into its
 first descendant when that fits, and is otherwise dropped; its text stays in its children's
 heading paths. A merged chunk's heading path is the longest common path of the sections whose
 body it holds (siblings merged under their parent's path), and its anchor is that section's.
@@ -75,16 +76,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from helppuff_crawl.config.contract import HEADING_SEPARATOR
 
 logger = logging.getLogger(__name__)
 
-MAX_TOKENS = 800
-MIN_TOKENS = 150
-PATH_SEPARATOR = " › "
+PATH_SEPARATOR = HEADING_SEPARATOR  # the shared contract's (helppuff_crawl/schema/knowledge.json)
 
-_MAX_CHARS = MAX_TOKENS * 4
 # The least room kept for rows or lines beside a repeated table header or fence, when the
 # header is itself about the budget's size: such parts go over and are flagged oversized.
 _MIN_ROOM = 400
@@ -117,6 +118,36 @@ def count_tokens(text: str) -> int:
 
 
 @dataclass(frozen=True)
+class ChunkSizes:
+    """How big chunks are, in tokens: at most `max_tokens` of text, and smaller ones than `min_tokens`
+    merged with what follows where the rules allow."""
+
+    min_tokens: int
+    max_tokens: int
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.max_tokens <= 8000:
+            raise ValueError(f"the most tokens a chunk holds must be 100-8000, got {self.max_tokens}")
+        if not 0 <= self.min_tokens < self.max_tokens:
+            raise ValueError(f"the least tokens of a chunk must be 0 or more and under the most ({self.max_tokens}), "
+                             f"got {self.min_tokens}")
+
+    @property
+    def max_chars(self) -> int:
+        return self.max_tokens * 4
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> ChunkSizes:
+        """From HELPPUFF_CHUNK_MIN_TOKENS and HELPPUFF_CHUNK_MAX_TOKENS; ValueError naming them."""
+        low: Any = settings.get("HELPPUFF_CHUNK_MIN_TOKENS")
+        high: Any = settings.get("HELPPUFF_CHUNK_MAX_TOKENS")
+        try:
+            return cls(int(low), int(high))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"HELPPUFF_CHUNK_MIN_TOKENS / HELPPUFF_CHUNK_MAX_TOKENS: {exc}") from exc
+
+
+@dataclass(frozen=True)
 class ChunkMeta:
     """What `chunk_page` needs to know about the page besides its Markdown."""
 
@@ -137,7 +168,7 @@ class Chunk:
     prefix: str  # context embedded before the text, never shown (format in the module doc)
     anchor: str  # GitHub-style slug of the deepest heading of heading_path; "" for the title
     is_faq: bool  # one question and its answer
-    oversized: bool  # holds a piece of a unit (paragraph, item, row, code) over MAX_TOKENS
+    oversized: bool  # holds a piece of a unit (paragraph, item, row, code) over the most tokens
 
     @property
     def embed_text(self) -> str:
@@ -160,14 +191,14 @@ def context_prefix(title: str, heading_path: Sequence[str], category: str, url: 
     return f"Page: {title}\nSection: {section}\nCategory: {category}\nURL: {url}\n---\n"
 
 
-def chunk_page(markdown: str, meta: ChunkMeta) -> list[Chunk]:
+def chunk_page(markdown: str, meta: ChunkMeta, sizes: ChunkSizes) -> list[Chunk]:
     """Chunks of a page's Markdown, in page order (rules in the module docstring)."""
     title = " ".join(meta.title.split()) or meta.url
     sections = _parse(_normalise(markdown), title, meta.category == "faq")
-    parts = [part for section in sections for part in _section_parts(section)]
+    parts = [part for section in sections for part in _section_parts(section, sizes)]
     chunks: list[Chunk] = []
     ordinals: dict[tuple[str, ...], int] = {}
-    for group in _merge(parts):
+    for group in _merge(parts, sizes):
         text = "\n\n".join(part.text for part in group)
         owner = _owner(sections, [part.section for part in group if part.has_body])
         ordinal = ordinals.get(owner.path, 0)
@@ -181,7 +212,7 @@ def chunk_page(markdown: str, meta: ChunkMeta) -> list[Chunk]:
                 prefix=context_prefix(title, owner.path, meta.category, meta.url),
                 anchor=owner.anchor,
                 is_faq=group[0].is_faq,
-                oversized=any(part.oversized for part in group) or len(text) > _MAX_CHARS,
+                oversized=any(part.oversized for part in group) or len(text) > sizes.max_chars,
             )
         )
     logger.debug("Chunked %s: %d sections, %d chunks", meta.url, len(sections), len(chunks))
@@ -401,7 +432,7 @@ class _Part:
     opens_group: bool  # the first part of a section's run of blocks: may merge into a chunk
 
 
-def _section_parts(section: _Section) -> list[_Part]:
+def _section_parts(section: _Section, sizes: ChunkSizes) -> list[_Part]:
     if not section.blocks:
         if not section.heading:
             return []
@@ -410,12 +441,16 @@ def _section_parts(section: _Section) -> list[_Part]:
     for question, blocks in _groups(section):
         head = "\n\n".join(x for x in (section.heading, question) if x)
         is_faq = bool(question) or section.question
-        room = max(_MAX_CHARS - (len(head) + 2 if head else 0), _MIN_ROOM)
+        room = max(sizes.max_chars - (len(head) + 2 if head else 0), _MIN_ROOM)
         texts = [block.text for block in blocks]
-        pieces = _greedy(texts, "\n\n", room, lambda k, left, blocks=blocks: _split_block(blocks[k], left))
+
+        def split(k: int, left: int, blocks: list[_Block] = blocks) -> list[tuple[str, bool]]:
+            return _split_block(blocks[k], left, sizes.min_tokens)
+
+        pieces = _greedy(texts, "\n\n", room, sizes.min_tokens, split)
         for n, (body, oversized) in enumerate(pieces):
             text = f"{head}\n\n{body}" if head else body
-            over = oversized or len(text) > _MAX_CHARS
+            over = oversized or len(text) > sizes.max_chars
             parts.append(_Part(section, text, True, is_faq, over, n == 0))
     return parts
 
@@ -444,11 +479,12 @@ def _greedy(
     units: Sequence[str],
     joiner: str,
     room: int,
+    min_tokens: int,
     split: Callable[[int, int], list[tuple[str, bool]]],
 ) -> list[tuple[str, bool]]:
     """Pack units, in order, into pieces of at most `room` characters, each with its oversized
     flag. A unit that does not fit alone is cut by `split(index, room)`; its first piece goes on
-    after the units before it when those are still under MIN_TOKENS (an intro stays with the
+    after the units before it when those are still under `min_tokens` (an intro stays with the
     list or table it introduces), and units after it may join its last piece."""
     out: list[tuple[str, bool]] = []
     current: list[str] = []
@@ -463,7 +499,7 @@ def _greedy(
             glue = False
         else:
             left = room - size - len(joiner)
-            glue = bool(current) and (size + 3) // 4 < MIN_TOKENS and left >= _MIN_ROOM
+            glue = bool(current) and (size + 3) // 4 < min_tokens and left >= _MIN_ROOM
             pieces = split(k, left if glue else room)
         if not pieces:  # nothing but whitespace
             continue
@@ -480,26 +516,26 @@ def _greedy(
     return out
 
 
-def _split_block(block: _Block, room: int) -> list[tuple[str, bool]]:
+def _split_block(block: _Block, room: int, min_tokens: int) -> list[tuple[str, bool]]:
     """Pieces of a block that does not fit in `room`: cut between its units, then inside them."""
     if block.kind == "paragraph":
         return [(piece, True) for piece in _split_text(block.units[0], room, _PARAGRAPH_CUTS)]
     if block.kind == "list":
-        return _greedy(block.units, block.joiner, room, _unit_splitter(block.units))
+        return _greedy(block.units, block.joiner, room, min_tokens, _unit_splitter(block.units))
     if block.kind == "table":
         if not block.header:
-            return _greedy(block.units, "\n", room, _unit_splitter(block.units))
+            return _greedy(block.units, "\n", room, min_tokens, _unit_splitter(block.units))
         # A header that leaves no room for rows (a table wider than the budget): rows are packed
         # as if it were not there, and the parts, over budget, are flagged oversized.
         rows_room = room - len(block.header) - 1
         if rows_room < _MIN_ROOM:
             rows_room = room
-        pieces = _greedy(block.units, "\n", rows_room, _unit_splitter(block.units))
+        pieces = _greedy(block.units, "\n", rows_room, min_tokens, _unit_splitter(block.units))
         return [(f"{block.header}\n{rows}", over) for rows, over in pieces]
     fence = re.match(r" {0,3}(`+|~+)", block.header)
     footer = block.footer or (fence.group(1) if fence else "```")
     lines_room = max(room - len(block.header) - len(footer) - 2, _MIN_ROOM)
-    pieces = _greedy(block.units, "\n", lines_room, _unit_splitter(block.units))
+    pieces = _greedy(block.units, "\n", lines_room, min_tokens, _unit_splitter(block.units))
     return [(f"{block.header}\n{lines}\n{footer}", True) for lines, _ in pieces]
 
 
@@ -544,13 +580,13 @@ def _split_text(text: str, room: int, cuts: Sequence[re.Pattern[str]]) -> list[s
 # Parts to chunks -------------------------------------------------------------------------
 
 
-def _merge(parts: list[_Part]) -> list[list[_Part]]:
+def _merge(parts: list[_Part], sizes: ChunkSizes) -> list[list[_Part]]:
     """Group parts into chunks: a small chunk takes in the parts that follow (module doc)."""
     groups: list[list[_Part]] = []
     current: list[_Part] = []
     size = 0
     for part in parts:
-        if current and _can_merge(current, size, part):
+        if current and _can_merge(current, size, part, sizes):
             current.append(part)
             size += 2 + len(part.text)
             continue
@@ -567,10 +603,10 @@ def _merge(parts: list[_Part]) -> list[list[_Part]]:
     return [group for group in groups if group]
 
 
-def _can_merge(current: list[_Part], size: int, part: _Part) -> bool:
+def _can_merge(current: list[_Part], size: int, part: _Part, sizes: ChunkSizes) -> bool:
     if part.is_faq or current[0].is_faq or not part.opens_group:
         return False
-    if (size + 3) // 4 >= MIN_TOKENS or size + 2 + len(part.text) > _MAX_CHARS:
+    if (size + 3) // 4 >= sizes.min_tokens or size + 2 + len(part.text) > sizes.max_chars:
         return False
     first = current[0].section.chain
     # Headings with no body so far only merge into their own descendants; otherwise siblings

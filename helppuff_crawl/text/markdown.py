@@ -35,6 +35,7 @@ import lxml.html
 from lxml import etree
 from markdownify import MarkdownConverter
 
+from helppuff_crawl.text.blocks import drop_furniture
 from helppuff_crawl.text.faq_markup import FAQ_ATTR, faq_pairs, mark_faq
 from helppuff_crawl.text.html_text import (
     HIDDEN_STYLE,
@@ -131,9 +132,6 @@ def main_content(
     """
     body = clean_document(doc)
     if drop_blocks:
-        # Imported here: boilerplate.py reads pages through this module.
-        from helppuff_crawl.text.boilerplate import drop_furniture
-
         drop_furniture(body, drop_blocks)
     total = text_length(body)
     for xpath, method in ((".//main", "main"), (".//*[@role='main']", "role-main"), (".//article", "article")):

@@ -59,10 +59,8 @@ from helppuff_crawl.web.urls import normalize_url
 
 logger = logging.getLogger(__name__)
 
-CATEGORIES = (
-    "home", "service", "product", "location", "about", "contact", "faq", "pricing", "blog",
-    "team", "testimonials", "booking", "legal", "other",
-)  # fmt: skip
+# CATEGORIES, every category a page can have, is the shared contract's (helppuff_crawl/schema/
+# knowledge.json), which the Worker reads too: a new category goes there, and its keys in CATEGORY_KEYS.
 
 #: First path segments whose whole section is the blog (wordpress archives included).
 BLOG_ROOTS = frozenset(
@@ -167,7 +165,7 @@ DEFAULT_EXCLUDE = (
 
 
 def categorize(url: str, title: str = "") -> str:
-    """The category of a page, one of CATEGORIES, from its URL path and then its title."""
+    """The category of a page, one of the contract's CATEGORIES, from its URL path and then its title."""
     segments = _segments(url)
     if not segments or (len(segments) == 1 and segments[0] in _HOME_SEGMENTS):
         return "home"

@@ -1,4 +1,5 @@
-"""WorkersAIEmbedder: one code path to Cloudflare and to the local cloud, in batches of at most 32."""
+"""The embedding models (the shared contract's) and WorkersAIEmbedder: one code path to Cloudflare and
+to the local cloud, in each model's input form and batches."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import pytest
 import pytest_twisted
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
-from helppuff_crawl.embedding import MODELS, WorkersAIEmbedder, default_model, estimate_tokens
+from helppuff_crawl.config.contract import models as contract_models
+from helppuff_crawl.embed.models import (
+    EMBEDDING_MODELS,
+    WorkersAIEmbedder,
+    default_model,
+    embedding_model,
+    estimate_tokens,
+    input_form,
+)
 from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
 from tests.conftest import run_async
@@ -18,14 +27,26 @@ from tests.fakes import FakeEmbedder, HashModel, hash_vector
 
 
 def test_models_and_defaults() -> None:
-    assert MODELS == {"@cf/baai/bge-m3": 1024, "@cf/qwen/qwen3-embedding-0.6b": 1024, "@local/all-minilm-l6-v2": 384}
+    assert {model.id: model.dimensions for model in EMBEDDING_MODELS.values()} == {
+        "@cf/baai/bge-m3": 1024, "@cf/qwen/qwen3-embedding-0.6b": 1024, "@local/all-minilm-l6-v2": 384}
     assert (default_model(remote=True), default_model(remote=False)) == ("@cf/baai/bge-m3", "@local/all-minilm-l6-v2")
+    assert set(EMBEDDING_MODELS) == set(contract_models()["embedding"])
+    with pytest.raises(ValueError, match="HELPPUFF_EMBED_MODEL must be one of @cf/baai/bge-m3"):
+        embedding_model("@cf/baai/bge-large-en-v1.5")
+
+
+def test_input_forms_from_the_contract() -> None:
+    assert (input_form("@cf/baai/bge-m3", query=False).field, input_form("@cf/baai/bge-m3", query=True).field) == \
+        ("text", "text")
+    qwen = "@cf/qwen/qwen3-embedding-0.6b"
+    assert (input_form(qwen, query=False).field, input_form(qwen, query=True).field) == ("documents", "queries")
+    assert input_form("@fake/hash-8", query=True).field == "text"  # a model the contract does not list
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"model": "@cf/unknown/model"}, "give its dimensions"),
-     ({"model": "@cf/baai/bge-m3", "max_batch": 33}, "1-32"),
+     ({"model": "@cf/baai/bge-m3", "max_batch": 33}, "1-32 .@cf/baai/bge-m3's texts per call"),
      ({"model": "@cf/baai/bge-m3", "max_batch": 0}, "1-32")],
 )
 def test_embedder_refuses_what_it_cannot_do(kwargs: dict[str, object], message: str) -> None:
@@ -110,3 +131,23 @@ async def _fake_embedder() -> None:
     assert embedder.batches == [["a", "b"], ["a"]] and embedder.calls == 2
     with pytest.raises(ValueError, match="max_batch"):
         await FakeEmbedder(max_batch=1).embed(["a", "b"])
+
+
+@pytest_twisted.inlineCallbacks
+def test_qwen_embedding_takes_documents_or_queries(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_qwen(fake))
+
+
+async def _qwen(fake: FakeCloudflare) -> None:
+    # https://developers.cloudflare.com/workers-ai/models/qwen3-embedding-0.6b/
+    fake.on("POST", "/accounts/acc/ai/run/@cf/qwen/qwen3-embedding-0.6b",
+            Canned(result={"data": [[1.0, 0.0]], "shape": [1, 2]}))
+    client = CloudflareClient(HttpTransport("t", fake.url), "acc")
+    embedder = WorkersAIEmbedder(client, "@cf/qwen/qwen3-embedding-0.6b", dimensions=2)
+    await embedder.embed(["our prices"])
+    await embedder.embed_queries(["how much is a tap?"])
+    documents, queries = fake.requests
+    assert documents.path == "/client/v4/accounts/acc/ai/run/@cf/qwen/qwen3-embedding-0.6b"
+    assert documents.json() == {"documents": ["our prices"]}
+    assert queries.json() == {"queries": ["how much is a tap?"]}
+    await client.aclose()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from helppuff_crawl import settings as project
-from helppuff_crawl.config import SCHEMA_PATH, config_problems, parse_config, schema, website_arguments
+from helppuff_crawl.config.helppuff_json import SCHEMA_PATH, config_problems, parse_config, schema, website_arguments
 from helppuff_crawl.web.categories import DEFAULT_EXCLUDE
 from tests.conftest import kb_rows, run_helppuff
 

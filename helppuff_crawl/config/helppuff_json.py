@@ -1,5 +1,9 @@
 """helppuff.json: one site's configuration, checked against helppuff_crawl/schema/helppuff.schema.json.
 
+To add a field: add it to the schema (this side checks every field against it, with no code of its
+own), and read it where it is used: `website_arguments` below for knowledge.website, the Worker's
+worker/src/settings.ts for backend; helppuff_crawl/schema/cases.json tests both readers on it.
+
 The file has the shape seed 000 shows: `backend` for the answering side (the Worker reads it from
 D1 site_settings, where `helppuff settings set` stores it) and `knowledge` for the crawl
 (`knowledge.website`: include, exclude, maxPages, renderJs, schedule; read by `helppuff crawl
@@ -21,9 +25,11 @@ from typing import Any
 
 import jsonschema
 
+from helppuff_crawl.config.contract import SCHEMA_DIR
+
 logger = logging.getLogger(__name__)
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "helppuff.schema.json"
+SCHEMA_PATH = SCHEMA_DIR / "helppuff.schema.json"
 
 
 class ConfigError(ValueError):

@@ -2,7 +2,7 @@
 
 `helppuff knowledge upload FILE...` (or helppuff.json's knowledge.files, `helppuff config apply`) reads each file (text/documents.py: PDF, Word .docx,
 Markdown, text, up to 10 MB, distilled to at most 300,000 characters of Markdown), keeps the
-Markdown in D1 `knowledge_files`, and writes it as a page of passages at `helppuff://file/<id>`,
+Markdown in D1 `knowledge_files`, and learns it as a page of passages at `helppuff://file/<id>` (the contract's files URL),
 searchable at once. A crawl rewrites the files' passages from the kept Markdown, so a change of
 embedding model re-embeds them without a new upload.
 
@@ -22,14 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from helppuff_crawl.knowledge import KnowledgeBase, iso, utc_now
+from helppuff_crawl.clock import iso, utc_now
+from helppuff_crawl.config.contract import FILES_URL
+from helppuff_crawl.embed.models import EmbedFn
+from helppuff_crawl.kb.database import KnowledgeBase
+from helppuff_crawl.kb.learn import Passages, learn
+from helppuff_crawl.kb.writer import KnowledgeWriter
 from helppuff_crawl.text.documents import Document, DocumentError, read_document
 from helppuff_crawl.web.categories import categorize
-from helppuff_crawl.writer import EmbedFn, KnowledgeWriter, write_passage_page
 
 logger = logging.getLogger(__name__)
-
-FILES_URL = "helppuff://file/"  # + the file's id: its page URL in `chunks`
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,8 @@ def file_category(name: str, title: str) -> str:
 
 
 async def _row(kb: KnowledgeBase, site: str, name: str) -> dict[str, Any] | None:
-    rows = await kb.client.d1_query(
-        kb.database, "SELECT id, sha256, status, listed FROM knowledge_files WHERE site = ? AND name = ?", [site, name])
-    return rows[0] if rows else None
+    return await kb.first("SELECT id, sha256, status, listed FROM knowledge_files WHERE site = ? AND name = ?",
+                          [site, name])
 
 
 async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str, name: str,
@@ -74,7 +75,7 @@ async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     known = await _row(kb, site, name)
     if known and known["sha256"] == digest and known["status"] == "ok":
         if listed and not known["listed"]:
-            await kb.client.d1_query(kb.database, "UPDATE knowledge_files SET listed = 1 WHERE id = ?", [known["id"]])
+            await kb.query("UPDATE knowledge_files SET listed = 1 WHERE id = ?", [known["id"]])
         return Upload(known["id"], name, "unchanged")
     file_id = known["id"] if known else secrets.token_hex(4)
     now = iso(utc_now())
@@ -89,8 +90,9 @@ async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     await writer.ensure_index()
     await writer.claim_site(site)
     # Passages first: a row says "ok" only once its passages are written.
-    chunks = await write_passage_page(writer, embed, site, file_url(file_id), document.title,
-                                      file_category(name, document.title), document.markdown)
+    passages = Passages(site, file_url(file_id), document.title, file_category(name, document.title),
+                        document.markdown)
+    chunks = await learn(writer, embed, passages, unless_stored=True)
     await _save(kb, site, file_id, name, data, digest, document, "ok", "", now, listed)
     return Upload(file_id, name, "ok", "", document.title, chunks, len(document.markdown), document.truncated)
 
@@ -99,8 +101,7 @@ async def _save(kb: KnowledgeBase, site: str, file_id: str, name: str, data: byt
                 document: Document | None, status: str, reason: str, now: str, listed: bool) -> None:
     # A file that could not be read is recorded with its kind from its name and nothing learned.
     doc = document or Document("", "", PurePath(name).suffix.lower().lstrip("."), 0, False)
-    await kb.client.d1_query(
-        kb.database,
+    await kb.query(
         "INSERT INTO knowledge_files (id, site, name, title, kind, bytes, sha256, pages, chars, truncated, status, "
         "reason, markdown, created_at, updated_at, listed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (site, name) DO UPDATE SET title = excluded.title, kind = excluded.kind, bytes = excluded.bytes, "
@@ -113,33 +114,30 @@ async def _save(kb: KnowledgeBase, site: str, file_id: str, name: str, data: byt
 
 
 async def list_files(kb: KnowledgeBase, site: str) -> list[dict[str, Any]]:
-    return await kb.client.d1_query(
-        kb.database, "SELECT id, name, title, kind, bytes, pages, chars, truncated, status, reason, listed, "
-                     "created_at, updated_at FROM knowledge_files WHERE site = ? ORDER BY name", [site])
+    return await kb.query("SELECT id, name, title, kind, bytes, pages, chars, truncated, status, reason, listed, "
+                          "created_at, updated_at FROM knowledge_files WHERE site = ? ORDER BY name", [site])
 
 
 async def remove_file(kb: KnowledgeBase, writer: KnowledgeWriter, site: str, id_or_name: str) -> str:
     """Take a file and its passages out, by id or name; returns its name."""
-    rows = await kb.client.d1_query(
-        kb.database, "SELECT id, name FROM knowledge_files WHERE site = ? AND (id = ? OR name = ?)",
-        [site, id_or_name, id_or_name])
+    rows = await kb.query("SELECT id, name FROM knowledge_files WHERE site = ? AND (id = ? OR name = ?)",
+                          [site, id_or_name, id_or_name])
     if not rows:
         raise ValueError(f"file {id_or_name!r}: no file of {site} has that id or name")
     await writer.remove_page(site, file_url(rows[0]["id"]))
-    await kb.client.d1_query(kb.database, "DELETE FROM knowledge_files WHERE site = ? AND id = ?",
-                             [site, rows[0]["id"]])
+    await kb.query("DELETE FROM knowledge_files WHERE site = ? AND id = ?", [site, rows[0]["id"]])
     return str(rows[0]["name"])
 
 
 async def write_files(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str) -> int:
     """Rewrite every readable file's passages from its kept Markdown (after a crawl); returns chunks."""
-    rows = await kb.client.d1_query(
-        kb.database, "SELECT id, name, title, markdown FROM knowledge_files WHERE site = ? AND status = 'ok' "
-                     "ORDER BY name", [site])
+    rows = await kb.query("SELECT id, name, title, markdown FROM knowledge_files WHERE site = ? AND status = 'ok' "
+                          "ORDER BY name", [site])
     total = 0
     for row in rows:
-        total += await write_passage_page(writer, embed, site, file_url(row["id"]), row["title"],
-                                          file_category(row["name"], row["title"]), row["markdown"])
+        passages = Passages(site, file_url(row["id"]), row["title"], file_category(row["name"], row["title"]),
+                            row["markdown"])
+        total += await learn(writer, embed, passages, unless_stored=True)
     return total
 
 

@@ -9,13 +9,20 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from helppuff_crawl.knowledge import BackendConfig, KnowledgeBase, page_row_statement
-from helppuff_crawl.text.chunking import ChunkMeta, chunk_page
-from helppuff_crawl.writer import ChunkRow, KnowledgeWriter, ModelMismatch, write_passage_page
-from tests.conftest import run_async
+from helppuff_crawl.kb.database import KnowledgeBase
+from helppuff_crawl.kb.learn import Passages, learn
+from helppuff_crawl.kb.pages import page_row_statement
+from helppuff_crawl.kb.writer import ChunkRow, IndexConfig, KnowledgeWriter, ModelMismatch
+from helppuff_crawl.text.chunking import ChunkMeta, ChunkSizes, chunk_page
+from tests.conftest import local_kb, run_async
 
 SITE, URL = "acme", "https://acme.example/services"
 DIMS = 8
+SIZES = ChunkSizes(150, 800)  # the seed's
+
+
+def _index(model: str = "@local/all-minilm-l6-v2", dimensions: int = DIMS) -> IndexConfig:
+    return IndexConfig("test-index", model, dimensions, SIZES)
 
 
 def _vector(text: str) -> list[float]:
@@ -24,7 +31,7 @@ def _vector(text: str) -> list[float]:
 
 
 def _rows(markdown: str) -> list[ChunkRow]:
-    chunks = chunk_page(markdown, ChunkMeta(SITE, URL, "Services", "service"))
+    chunks = chunk_page(markdown, ChunkMeta(SITE, URL, "Services", "service"), SIZES)
     return [ChunkRow.from_chunk(c, seq, URL, "Services", "service") for seq, c in enumerate(chunks)]
 
 
@@ -55,9 +62,8 @@ class _CrashAfter:
 
 
 def _open(tmp_path: Path) -> tuple[KnowledgeBase, KnowledgeWriter]:
-    kb = KnowledgeBase.open(BackendConfig.from_settings({"HELPPUFF_DATA_DIR": str(tmp_path),
-                                                         "HELPPUFF_D1_DATABASE": "kb"}))
-    return kb, KnowledgeWriter(kb.client, kb.database, "test-index", "@local/all-minilm-l6-v2", DIMS)
+    kb = local_kb(tmp_path, "kb")
+    return kb, KnowledgeWriter(kb, _index())
 
 
 def _page_row(markdown: str) -> tuple[str, list[Any]]:
@@ -79,15 +85,15 @@ async def _crash_scenario(tmp_path: Path, method: str, nth: int) -> dict[str, An
     await _write(writer, _V1)
     assert (await writer.consistency(SITE))["consistent"]
     # The second version's write is cut short at the chosen call.
-    crashing = KnowledgeWriter(_CrashAfter(kb.client, method, nth), kb.database, "test-index",  # type: ignore[arg-type]
-                               "@local/all-minilm-l6-v2", DIMS)
+    crashing = KnowledgeWriter(KnowledgeBase(_CrashAfter(kb.client, method, nth), kb.database),  # type: ignore[arg-type]
+                               _index())
     with pytest.raises(ConnectionResetError):
         await _write(crashing, _V2)
     # The next crawl starts: reconcile, then the page (its hash cleared if needed) is written again.
     mended = await writer.reconcile(SITE)
     await _write(writer, _V2)
     report = await writer.consistency(SITE)
-    texts = [r["text"] for r in await kb.client.d1_query(kb.database, "SELECT text FROM chunks ORDER BY seq")]
+    texts = [r["text"] for r in await kb.query("SELECT text FROM chunks ORDER BY seq")]
     await kb.close()
     return {"mended": mended, "report": report, "texts": texts}
 
@@ -115,12 +121,12 @@ async def _reuse_scenario(tmp_path: Path) -> None:
     assert first == 2
     await _write(writer, _V2)  # one section unchanged: its vector is kept
     assert writer.vector_writes - first == 1 and writer.vector_deletes == 1
-    assert await writer.page_is_current(SITE, URL)
+    assert await writer.stale_pages(SITE) == [] and (await writer.consistency(SITE))["consistent"]
     # Another model in the same index is refused, with a clear message.
-    other = KnowledgeWriter(kb.client, kb.database, "test-index", "@cf/baai/bge-m3", 1024)
+    other = KnowledgeWriter(kb, _index("@cf/baai/bge-m3", 1024))
     with pytest.raises(ModelMismatch, match="holds 8-dimension vectors"):
         await other.ensure_index()
-    same_dims = KnowledgeWriter(kb.client, kb.database, "test-index", "@cf/qwen/qwen3-embedding-0.6b", DIMS)
+    same_dims = KnowledgeWriter(kb, _index("@cf/qwen/qwen3-embedding-0.6b"))
     with pytest.raises(ModelMismatch, match="cannot be mixed"):
         await same_dims.claim_site("another-site")
     await kb.close()
@@ -139,11 +145,11 @@ async def _stale_scenario(tmp_path: Path) -> None:
     assert await writer.stale_pages(SITE) == []
     # The site moves to another model (same dimension here): its pages' vectors are stale, and
     # a page that is not fetched this time is found with its kept Markdown, to re-embed.
-    other = KnowledgeWriter(kb.client, kb.database, "test-index", "@cf/qwen/qwen3-embedding-0.6b", DIMS)
+    other = KnowledgeWriter(kb, _index("@cf/qwen/qwen3-embedding-0.6b"))
     assert await other.claim_site(SITE) is True
     (stale,) = await other.stale_pages(SITE)
     assert stale["url"] == URL and stale["markdown"] == _V1
-    assert not await other.page_is_current(SITE, URL)
+    assert await other.reusable(SITE, _rows(_V1)) == set()
     await kb.close()
 
 
@@ -170,8 +176,8 @@ async def _passage_page_scenario(tmp_path: Path) -> None:
     kb, writer = _open(tmp_path)
     await writer.ensure_index()
     await writer.claim_site(SITE)
-    counting = _CountingBatches(writer.client)
-    writer.client = counting  # type: ignore[assignment]
+    counting = _CountingBatches(kb.client)
+    kb.client = counting  # type: ignore[assignment]
     embedded: list[str] = []
 
     async def embed(texts: list[str]) -> list[list[float]]:
@@ -179,16 +185,24 @@ async def _passage_page_scenario(tmp_path: Path) -> None:
         return [_vector(text) for text in texts]
 
     url = "helppuff://answers/a1"
-    assert await write_passage_page(writer, embed, SITE, url, "Parking?", "faq", "# Parking?\n\nTwo spaces.") == 1
+
+    def answer(text: str) -> Passages:
+        return Passages(SITE, url, "Parking?", "faq", f"# Parking?\n\n{text}")
+
+    assert await learn(writer, embed, answer("Two spaces."), unless_stored=True) == 1
     written = counting.batches
     assert len(embedded) == 1 and written > 0
     # The same text again (a crawl rewriting the own answers): nothing embedded, nothing written.
-    assert await write_passage_page(writer, embed, SITE, url, "Parking?", "faq", "# Parking?\n\nTwo spaces.") == 1
+    assert await learn(writer, embed, answer("Two spaces."), unless_stored=True) == 1
     assert len(embedded) == 1 and counting.batches == written
+    # Without unless_stored the page is written again, still with nothing to embed.
+    await learn(writer, embed, answer("Two spaces."))
+    assert len(embedded) == 1 and counting.batches > written
+    written = counting.batches
     # Changed text is embedded and written.
-    await write_passage_page(writer, embed, SITE, url, "Parking?", "faq", "# Parking?\n\nThree spaces.")
+    await learn(writer, embed, answer("Three spaces."), unless_stored=True)
     assert len(embedded) == 2 and counting.batches > written
-    rows = await kb.client.d1_query(kb.database, "SELECT text FROM chunks WHERE url = ?", [url])
+    rows = await kb.query("SELECT text FROM chunks WHERE url = ?", [url])
     assert [row["text"] for row in rows] == ["# Parking?\n\nThree spaces."]
     await kb.close()
 

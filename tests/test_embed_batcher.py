@@ -6,7 +6,7 @@ import asyncio
 
 import pytest_twisted
 
-from helppuff_crawl.batcher import EmbeddingBatcher
+from helppuff_crawl.embed.batcher import EmbeddingBatcher
 from tests.conftest import run_async
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from helppuff_crawl.sitefacts import fact_values, passage
+from helppuff_crawl.kb.facts import fact_values, passage
 from helppuff_crawl.text.facts import DAYS, Facts, Location
 
 ASPLEY = Location(name="Aspley", address="1401 Albany Creek Rd, Aspley", telephone="07 3263 8810",

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-WORKER_DIR = Path(__file__).resolve().parent.parent / "worker"
+WORKER_DIR = Path(__file__).resolve().parents[2] / "worker"
 WRANGLER_ENV = "local"
 DEFAULT_PORT = 8787
 LOOPBACK = "127.0.0.1"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.knowledge import iso, parse_iso, utc_now
-from helppuff_crawl.schedule import decide, site_schedule
+from helppuff_crawl.clock import iso, parse_iso, utc_now
+from helppuff_crawl.kb.schedule import decide, site_schedule
 from tests.conftest import kb_rows, run_helppuff
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from helppuff_crawl.knowledge import KnowledgeBase, iso, parse_iso
+from helppuff_crawl.clock import iso, parse_iso
+from helppuff_crawl.kb import pages, runs, site_settings
+from helppuff_crawl.kb.database import KnowledgeBase
 
 logger = logging.getLogger(__name__)
 
@@ -95,22 +97,18 @@ def site_schedule(settings_text: str | None) -> tuple[str, dict[str, Any] | None
 
 async def plan(kb: KnowledgeBase, now: datetime, stale_after: float) -> list[SiteDue]:
     """Every crawled site's verdict, in site order."""
-    await kb.reap_dead_runs(stale_after, now)
+    await runs.reap_dead_runs(kb, stale_after, now)
     verdicts = []
-    for site in await kb.sites():
-        last = await kb.last_run(site)
+    for site in await pages.sites(kb):
+        last = await runs.last_run(kb, site)
         if last is None:
             continue  # pages without a run: nothing says where to start
-        done = await kb.client.d1_query(
-            kb.database, "SELECT * FROM crawl_runs WHERE site = ? AND status = 'done' "
-                         "ORDER BY finished_at DESC, id DESC LIMIT 1", [site])
-        stored = await kb.site_settings(site)
+        done = await runs.last_done_run(kb, site)
+        stored = await site_settings.get_site_settings(kb, site)
         schedule, config = site_schedule(stored["settings"] if stored else None)
-        pending = await kb.client.d1_query(
-            kb.database, "SELECT id, asked, requested_at FROM crawl_requests WHERE site = ? AND handled_at IS NULL",
-            [site])
-        requested = pending[0] if pending else None
-        due, why = decide(schedule, last, done[0] if done else None, now, requested)
+        requested = await kb.first(
+            "SELECT id, asked, requested_at FROM crawl_requests WHERE site = ? AND handled_at IS NULL", [site])
+        due, why = decide(schedule, last, done, now, requested)
         verdicts.append(SiteDue(site, last["start_url"], schedule, due, why, config,
                                 requested["id"] if requested else None))
     return verdicts
@@ -118,7 +116,6 @@ async def plan(kb: KnowledgeBase, now: datetime, stale_after: float) -> list[Sit
 
 async def mark_request_handled(kb: KnowledgeBase, site: str, request_id: str, now: datetime) -> None:
     """After a crawl that answered a recrawl request: the request is handled, by the site's latest run."""
-    await kb.client.d1_query(
-        kb.database, "UPDATE crawl_requests SET handled_at = ?, run_id = (SELECT id FROM crawl_runs WHERE site = ? "
-                     "ORDER BY started_at DESC, id DESC LIMIT 1) WHERE id = ? AND handled_at IS NULL",
-        [iso(now), site, request_id])
+    await kb.query("UPDATE crawl_requests SET handled_at = ?, run_id = (SELECT id FROM crawl_runs WHERE site = ? "
+                   "ORDER BY started_at DESC, id DESC LIMIT 1) WHERE id = ? AND handled_at IS NULL",
+                   [iso(now), site, request_id])

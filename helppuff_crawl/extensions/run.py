@@ -1,0 +1,156 @@
+"""The crawl's run in D1 `crawl_runs`, on Scrapy's signals (as scrapy/extensions/corestats.py keeps
+the core stats), and the knowledge base the crawl's components record into.
+
+    spider_opened  runs left "running" by a process that is gone are marked failed; this run's row is
+                   created ("running") with a heartbeat every HELPPUFF_RUN_HEARTBEAT seconds
+    item_scraped   each page, as the store left it, is counted (found, ticked, learned, failed)
+    spider_closed  the crawl's embedding use is priced and added to the day's usage; the run becomes
+                   "done", or "failed" with the reason: the crawl stopped early, finishing failed
+                   (the store's stat helppuff/store/finish_error), the home page could not be learned
+                   and nothing was, or nothing was found; then the knowledge base is closed
+
+The knowledge base is opened when the crawler builds its extensions, before the item pipelines, which
+take it from here (`crawler.get_extension(CrawlRun).kb`): one connection for the whole crawl.
+
+Enable: EXTENSIONS {"helppuff_crawl.extensions.run.CrawlRun": 0}. Settings: HELPPUFF_RUN_ENABLED,
+HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, and those of the
+knowledge base (HELPPUFF_DATA_DIR, HELPPUFF_D1_DATABASE, the Cloudflare credentials).
+Stats: helppuff/run_id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from helppuff_crawl.cloudflare.pricing import neurons
+from helppuff_crawl.items import Page
+from helppuff_crawl.kb import runs, usage
+from helppuff_crawl.kb.database import KnowledgeBase
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+LEARNED = ("ok", "unchanged")
+FAILED = ("failed", "blocked", "gone")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    site: str
+    start_url: str
+    stale_after: float
+    heartbeat: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RunConfig:
+        site = settings.get("HELPPUFF_SITE") or ""
+        if not site:
+            raise ValueError("HELPPUFF_SITE is not set: run the 'site' spider (it sets it from its arguments)")
+        heartbeat = settings.getfloat("HELPPUFF_RUN_HEARTBEAT")
+        if heartbeat <= 0:
+            raise ValueError(f"HELPPUFF_RUN_HEARTBEAT must be > 0 seconds, got {heartbeat}")
+        return cls(site, settings.get("HELPPUFF_START_URL") or "", settings.getfloat("HELPPUFF_RUN_STALE_AFTER"),
+                   heartbeat)
+
+
+class CrawlRun:
+    def __init__(self, crawler: Crawler, kb: KnowledgeBase) -> None:
+        if not crawler.settings.getbool("HELPPUFF_RUN_ENABLED"):
+            raise NotConfigured("HELPPUFF_RUN_ENABLED is off")
+        self.config = RunConfig.from_settings(crawler.settings)
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.kb = kb
+        self.run_id = ""
+        self.counts = {key: 0 for key in runs.RUN_COUNTS}
+        self.home: Page | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        run = cls(crawler, KnowledgeBase.from_settings(crawler.settings))
+        crawler.signals.connect(run.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(run.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(run.spider_closed, signal=signals.spider_closed)
+        return run
+
+    async def spider_opened(self, spider: Any) -> None:
+        await runs.reap_dead_runs(self.kb, self.config.stale_after)
+        self.run_id = await runs.start_run(self.kb, self.config.site, self.config.start_url)
+        self.stats.set_value("helppuff/run_id", self.run_id)
+        self._heartbeat = asyncio.ensure_future(self._beat())
+        logger.info("Crawl run %s of %s started", self.run_id, self.config.site, extra={"spider": spider})
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.heartbeat)
+            try:
+                await runs.heartbeat(self.kb, self.run_id, self.counts)
+            except Exception:
+                logger.warning("Heartbeat for run %s failed", self.run_id, exc_info=True)
+
+    def item_scraped(self, item: Any, spider: Any) -> None:
+        if not isinstance(item, Page):
+            return
+        if item.source == "start":
+            self.home = item
+        self.counts["pages_found"] += 1
+        if item.ticked:
+            self.counts["pages_ticked"] += 1
+        if item.status in LEARNED:
+            self.counts["pages_ok"] += 1
+        elif item.status in FAILED:
+            self.counts["pages_failed"] += 1
+
+    def outcome(self, reason: str) -> tuple[str, str]:
+        """The run's status and reason once its last page is written."""
+        finishing = self.stats.get_value("helppuff/store/finish_error")
+        if reason != "finished":
+            return "failed", f"crawl stopped: {reason}"
+        if finishing:
+            return "failed", f"finishing failed: {finishing}"
+        if self.counts["pages_ok"] == 0 and self.home is not None and self.home.status not in LEARNED:
+            return "failed", f"home page {self.home.status}: {self.home.reason}"
+        if self.counts["pages_found"] == 0:
+            return "failed", "nothing was found to crawl"
+        return "done", reason
+
+    async def _add_embedding_usage(self) -> None:
+        calls = int(self.stats.get_value("helppuff/embed/calls", 0))
+        model = self.stats.get_value("helppuff/embed/model")
+        if not calls or not model:
+            return
+        tokens = int(self.stats.get_value("helppuff/embed/tokens", 0))
+        await usage.add_usage(self.kb, f"{self.run_id}:embed", self.config.site, "embed", model, calls, tokens, 0,
+                              neurons(model, tokens))
+
+    async def spider_closed(self, spider: Any, reason: str) -> None:
+        try:
+            if not self.run_id:
+                return
+            if self._heartbeat is not None:
+                self._heartbeat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._heartbeat
+            status, why = self.outcome(reason)
+            try:
+                await self._add_embedding_usage()
+            except Exception as exc:
+                logger.error("Recording the crawl's embedding use failed", exc_info=True, extra={"spider": spider})
+                status, why = "failed", f"finishing failed: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+            stats = {k: v for k, v in self.stats.get_stats().items()
+                     if k.startswith(("helppuff/", "downloader/response_status"))}
+            await runs.finish_run(self.kb, self.run_id, status, why, self.counts, stats)
+            logger.info("Crawl run %s %s: %s (%s)", self.run_id, status, why, self.counts, extra={"spider": spider})
+        finally:
+            await self.kb.close()

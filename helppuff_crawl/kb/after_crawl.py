@@ -1,0 +1,59 @@
+"""What a crawl does after its last page, in this order:
+
+1. pages not learned this time whose passages lack a live vector of the site's model (a model or
+   chunk-size change, for a page that could not be fetched) are learned again from their kept
+   Markdown, with no fetch;
+2. the crawl's facts are saved (never over the owner's) and the facts passage is rebuilt;
+3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
+   re-embeds them);
+4. pages unticked or gone this crawl leave the knowledge base, chunks and vectors.
+
+Each step learns through kb/learn.py with the crawl's embedder; with embedding off (no embedder),
+only the facts are saved and the leaving pages removed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from helppuff_crawl.embed.models import EmbedFn
+from helppuff_crawl.kb import answers, facts, files
+from helppuff_crawl.kb.database import KnowledgeBase
+from helppuff_crawl.kb.learn import Passages, learn
+from helppuff_crawl.kb.writer import KnowledgeWriter
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What the steps did, for the crawl's stats."""
+
+    reembedded_from_markdown: int  # pages learned again from kept Markdown
+    facts_passage_chunks: int
+    own_answer_chunks: int
+    file_chunks: int
+    removed_pages: int  # pages whose passages left
+
+
+async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn | None, site: str,
+                      start_url: str, crawl_facts: facts.CrawlFacts, leaving: Sequence[str]) -> Finished:
+    """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked or gone this crawl."""
+    stale = await writer.stale_pages(site) if embed is not None else []
+    for page in stale:
+        assert embed is not None
+        await learn(writer, embed, Passages(site, page["url"], page["title"], page["category"], page["markdown"]))
+    await facts.save_crawl(kb, site, crawl_facts, start_url)
+    passage_chunks = answer_chunks = file_chunks = 0
+    if embed is not None:
+        passage_chunks = await facts.write_facts_passage(kb, writer, embed, site)
+        answer_chunks = await answers.write_own_answers(kb, writer, embed, site)
+        file_chunks = await files.write_files(kb, writer, embed, site)
+    else:
+        logger.warning("Embedding is off: the facts passage, own answers and files of %s are not rebuilt", site)
+    removed = 0
+    for url in leaving:
+        removed += 1 if await writer.remove_page(site, url) else 0
+    return Finished(len(stale), passage_chunks, answer_chunks, file_chunks, removed)

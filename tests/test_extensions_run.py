@@ -1,0 +1,113 @@
+"""CrawlRun on a real local knowledge base: the run row from start to outcome, its counts, the crawl's
+embedding use priced, and runs left behind by a dead process reaped at the start."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from scrapy.exceptions import NotConfigured
+
+from helppuff_crawl.extensions.run import CrawlRun, RunConfig
+from helppuff_crawl.items import Page
+from tests.components import crawl_settings, fetched_page, open_parts
+from tests.conftest import kb_rows, local_kb, run_async
+from tests.crawlers import component_crawler
+
+A = "https://acme.example"
+_TEXT = "# Hot water\n\n" + "We repair hot water systems on the day you call. " * 12
+
+
+async def _lifecycle(tmp_path: Path) -> None:
+    # A run a dead process left "running" on this host.
+    kb = local_kb(tmp_path)
+    await kb.query("INSERT INTO crawl_runs (id, site, start_url, status, started_at, heartbeat_at, host, pid) "
+                   "VALUES ('old', 'acme', ?, 'running', '2026-11-30T00:00:00Z', '2026-11-30T00:00:00Z', ?, 999999999)",
+                   [A, socket.gethostname()])
+    await kb.close()
+    parts = await open_parts(tmp_path)
+    (old,) = kb_rows(tmp_path, "SELECT status, reason FROM crawl_runs WHERE id = 'old'")
+    assert old["status"] == "failed" and old["reason"] == "abandoned: process 999999999 is gone"
+    (row,) = kb_rows(tmp_path, "SELECT * FROM crawl_runs WHERE id = ?", parts.run.run_id)
+    assert (row["status"], row["site"], row["start_url"]) == ("running", "acme", A)
+    assert parts.crawler.stats.get_value("helppuff/run_id") == parts.run.run_id
+    home = fetched_page(A, _TEXT, category="home", source="start")
+    await parts.learn(home)
+    await parts.learn(Page(url=f"{A}/privacy", site="acme", status="unticked", ticked=False, reason="legal page"))
+    await parts.learn(Page(url=f"{A}/down", site="acme", status="failed", reason="HTTP 503 after retries"))
+    assert parts.run.counts == {"pages_found": 3, "pages_ticked": 2, "pages_ok": 1, "pages_failed": 1}
+    await parts.close("finished")
+    (row,) = kb_rows(tmp_path, "SELECT * FROM crawl_runs WHERE id = ?", parts.run.run_id)
+    assert (row["status"], row["reason"], row["pages_found"], row["pages_ok"]) == ("done", "finished", 3, 1)
+    (usage,) = kb_rows(tmp_path, "SELECT * FROM usage_daily")
+    calls = parts.crawler.stats.get_value("helppuff/embed/calls")
+    assert (usage["kind"], usage["model"], usage["calls"], usage["neurons"]) == ("embed", "@local/all-minilm-l6-v2",
+                                                                                 calls, 0)
+    assert calls == len(parts.embedder.batches) >= 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_run_from_start_to_done(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_lifecycle(tmp_path))
+
+
+async def _outcome(tmp_path: Path, reason: str, pages: list[Page], finish_error: str = "") -> dict[str, Any]:
+    parts = await open_parts(tmp_path)
+    for page in pages:
+        await parts.learn(page)
+    if finish_error:
+        parts.crawler.stats.set_value("helppuff/store/finish_error", finish_error)
+    await parts.close(reason)
+    (row,) = kb_rows(tmp_path, "SELECT status, reason FROM crawl_runs")
+    return row
+
+
+@pytest.mark.parametrize(("reason", "pages", "finish_error", "expected"), [
+    ("shutdown", [fetched_page(A, _TEXT, source="start")], "", ("failed", "crawl stopped: shutdown")),
+    ("finished", [Page(url=A, site="acme", source="start", status="blocked", reason="HTTP 403")], "",
+     ("failed", "home page blocked: HTTP 403")),
+    ("finished", [], "", ("failed", "nothing was found to crawl")),
+    ("finished", [fetched_page(A, _TEXT, source="start")], "D1 went away",
+     ("failed", "finishing failed: D1 went away")),
+])
+@pytest_twisted.inlineCallbacks
+def test_how_a_run_fails(tmp_path: Path, reason: str, pages: list[Page], finish_error: str,  # type: ignore[no-untyped-def]
+                         expected: tuple[str, str]):
+    row = yield run_async(_outcome(tmp_path, reason, pages, finish_error))
+    assert (row["status"], row["reason"]) == expected
+
+
+async def _heartbeat(tmp_path: Path) -> None:
+    import asyncio
+
+    parts = await open_parts(tmp_path, HELPPUFF_RUN_HEARTBEAT=0.05)
+    await parts.learn(fetched_page(A, _TEXT, source="start"))
+    before = kb_rows(tmp_path, "SELECT pages_found FROM crawl_runs")[0]["pages_found"]
+    await asyncio.sleep(0.3)
+    after = kb_rows(tmp_path, "SELECT pages_found FROM crawl_runs")[0]["pages_found"]
+    assert (before, after) == (0, 1)  # the heartbeat wrote the counts so far
+    await parts.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_heartbeat_writes_the_counts_so_far(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_heartbeat(tmp_path))
+
+
+def test_config_from_the_settings(tmp_path: Path) -> None:
+    config = RunConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
+    assert config == RunConfig("acme", A, 600.0, 30.0)
+    with pytest.raises(ValueError, match="HELPPUFF_RUN_HEARTBEAT"):
+        RunConfig.from_settings(component_crawler(**crawl_settings(tmp_path, HELPPUFF_RUN_HEARTBEAT=0)).settings)
+    with pytest.raises(ValueError, match="HELPPUFF_SITE"):
+        RunConfig.from_settings(component_crawler(**crawl_settings(tmp_path, HELPPUFF_SITE="")).settings)
+
+
+def test_the_switch(tmp_path: Path) -> None:
+    crawler = component_crawler(**crawl_settings(tmp_path, HELPPUFF_RUN_ENABLED=False))
+    assert crawler.get_extension(CrawlRun) is None
+    with pytest.raises(NotConfigured, match="HELPPUFF_RUN_ENABLED"):
+        CrawlRun(crawler, local_kb(tmp_path))

@@ -1,0 +1,166 @@
+"""StorePipeline on a real local knowledge base: a page is "ok" only once it is written, unchanged pages
+are not rewritten, failures are recorded with the reason, and the work after the last page runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import build_from_crawler
+
+from helppuff_crawl.items import Page
+from helppuff_crawl.pipelines.store import StoreConfig, StorePipeline
+from tests.components import LOCAL_MODEL, crawl_settings, fetched_page, open_parts
+from tests.conftest import kb_rows, run_async
+from tests.crawlers import component_crawler
+from tests.fakes import FakeEmbedder
+
+A = "https://acme.example"
+_SERVICES = "# Services\n\n## Hot water\n\n" + "We repair gas and electric hot water systems on the day. " * 10
+
+
+class _FailingChunkWrites:
+    """Wraps the knowledge base's client: the D1 batch that writes chunks fails, as an outage would."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def d1_batch(self, database: str, statements: list[tuple[str, list[Any]]]) -> Any:
+        if any(sql.startswith("INSERT INTO chunks") for sql, _ in statements):
+            raise ConnectionResetError("D1 went away")
+        return await self._client.d1_batch(database, statements)
+
+
+async def _write_fails(tmp_path: Path) -> None:
+    parts = await open_parts(tmp_path)
+    parts.run.kb.client = _FailingChunkWrites(parts.run.kb.client)  # type: ignore[assignment]
+    page = await parts.learn(fetched_page(f"{A}/services", _SERVICES))
+    # The page that reaches item_scraped says what became of it: not "ok".
+    assert (page.status, page.reason) == ("failed", "not stored: ConnectionResetError: D1 went away")
+    assert [item.status for item in parts.scraped] == ["failed"]
+    await parts.close()
+    (row,) = kb_rows(tmp_path, "SELECT status, reason, content_hash FROM pages")
+    assert (row["status"], row["content_hash"]) == ("failed", "")  # redone by the next crawl
+    assert kb_rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", f"{A}/services") == []
+    (run,) = kb_rows(tmp_path, "SELECT pages_ok, pages_failed FROM crawl_runs")
+    assert (run["pages_ok"], run["pages_failed"]) == (0, 1)
+    assert parts.crawler.stats.get_value("helppuff/store/status/failed") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_page_whose_write_fails_is_reported_failed_not_ok(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_write_fails(tmp_path))
+
+
+async def _learn_then_unchanged(tmp_path: Path) -> None:
+    parts = await open_parts(tmp_path)
+    page = await parts.learn(fetched_page(f"{A}/services", _SERVICES))
+    assert page.status == "ok" and page.lesson is None
+    chunks = kb_rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", f"{A}/services")
+    vectors = kb_rows(tmp_path, "SELECT id, state FROM vectors")
+    assert chunks and {v["id"] for v in vectors} == {c["id"] for c in chunks}
+    assert all(v["state"] == "live" for v in vectors)
+    await parts.close()
+    assert kb_rows(tmp_path, "SELECT status FROM crawl_runs")[0]["status"] == "done"
+    # The next crawl of the same page: nothing embedded, nothing written but the row.
+    again = await open_parts(tmp_path)
+    page = await again.learn(fetched_page(f"{A}/services", _SERVICES))
+    assert page.status == "unchanged"
+    assert [len(batch) for batch in again.embedder.batches] == []
+    await again.close()
+    assert again.crawler.stats.get_value("helppuff/vectors/written") == 0
+    assert again.crawler.stats.get_value("helppuff/store/unchanged") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_learned_page_is_written_and_an_unchanged_one_is_not(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_learn_then_unchanged(tmp_path))
+
+
+async def _not_fetched(tmp_path: Path) -> None:
+    parts = await open_parts(tmp_path)
+    await parts.learn(fetched_page(f"{A}/pricing", _SERVICES.replace("Services", "Pricing")))
+    await parts.close()
+    assert kb_rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", f"{A}/pricing")
+    # The next crawl finds the page gone: it is one row, and its passages leave after the crawl.
+    again = await open_parts(tmp_path)
+    gone = Page(url=f"{A}/pricing", site="acme", status="gone", reason="HTTP 404", http_status=404)
+    assert (await again.learn(gone)).status == "gone"
+    await again.close()
+    assert kb_rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", f"{A}/pricing") == []
+    (row,) = kb_rows(tmp_path, "SELECT status, reason FROM pages WHERE url = ?", f"{A}/pricing")
+    assert (row["status"], row["reason"]) == ("gone", "HTTP 404")
+    assert again.crawler.stats.get_value("helppuff/store/removed_pages") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_page_gone_later_leaves_the_knowledge_base(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_not_fetched(tmp_path))
+
+
+async def _chunking_off(tmp_path: Path) -> None:
+    parts = await open_parts(tmp_path, HELPPUFF_CHUNK_ENABLED=False)
+    page = await parts.learn(fetched_page(f"{A}/services", _SERVICES))
+    await parts.close()
+    # Recorded with its Markdown, but no passages made and none destroyed; its hash cleared.
+    assert page.status == "ok" and page.chunks == []
+    (row,) = kb_rows(tmp_path, "SELECT status, markdown, content_hash FROM pages")
+    assert row["status"] == "ok" and row["markdown"] == _SERVICES and row["content_hash"] == ""
+    assert kb_rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", f"{A}/services") == []
+    assert parts.embedder.batches == [] or all("Services" not in t for b in parts.embedder.batches for t in b)
+    assert parts.crawler.stats.get_value("helppuff/store/not_learned") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_with_chunking_off_pages_are_recorded_and_no_passage_is_made(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_chunking_off(tmp_path))
+
+
+async def _embedding_fails(tmp_path: Path) -> None:
+    class _Down(FakeEmbedder):
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            raise ConnectionRefusedError("Workers AI unreachable")
+
+    parts = await open_parts(tmp_path, embedder=_Down(dimensions=384, model=LOCAL_MODEL))
+    page = await parts.learn(fetched_page(f"{A}/services", _SERVICES, facts={"telephone": "+61 3 9000 1234"}))
+    assert (page.status, page.reason) == ("failed", "not stored: ConnectionRefusedError: Workers AI unreachable")
+    assert parts.crawler.stats.get_value("helppuff/embed/failed_pages") == 1
+    await parts.close()
+    # Finishing needs the embedder too (the facts passage): the run fails, saying so.
+    (run,) = kb_rows(tmp_path, "SELECT status, reason FROM crawl_runs")
+    assert run["status"] == "failed" and run["reason"].startswith("finishing failed: ConnectionRefusedError")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_failed_embedding_fails_the_page_and_the_run_says_why(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_embedding_fails(tmp_path))
+
+
+def test_config_from_the_settings(tmp_path: Path) -> None:
+    config = StoreConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
+    assert (config.retry_delays, config.index.model) == ((900, 7200), LOCAL_MODEL)
+    assert (config.index.sizes.min_tokens, config.index.sizes.max_tokens) == (150, 800)
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("HELPPUFF_RETRY_DELAYS", [900, -1], "HELPPUFF_RETRY_DELAYS must be positive"),
+    ("HELPPUFF_EMBED_MODEL", "@cf/nobody/nothing", "HELPPUFF_EMBED_MODEL must be one of"),
+    ("HELPPUFF_CHUNK_MAX_TOKENS", 50, "HELPPUFF_CHUNK_MIN_TOKENS / HELPPUFF_CHUNK_MAX_TOKENS"),
+])
+def test_bad_settings_are_refused_naming_them(tmp_path: Path, name: str, value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        StoreConfig.from_settings(component_crawler(**crawl_settings(tmp_path, **{name: value})).settings)
+
+
+def test_the_switch_and_the_run_it_needs(tmp_path: Path) -> None:
+    with pytest.raises(NotConfigured, match="HELPPUFF_STORE_ENABLED"):
+        build_from_crawler(StorePipeline, component_crawler(**crawl_settings(tmp_path, HELPPUFF_STORE_ENABLED=False)))
+    without_run = crawl_settings(tmp_path, HELPPUFF_RUN_ENABLED=False)
+    with pytest.raises(NotConfigured, match="CrawlRun"):
+        build_from_crawler(StorePipeline, component_crawler(**without_run))

@@ -1,0 +1,57 @@
+"""SiteSpider's arguments and config, built the Scrapy way: arguments are checked and become settings
+that the components read (they never read the spider's attributes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helppuff_crawl.spiders.site import CrawlConfig, SiteArgs, SiteSpider
+from tests.crawlers import component_crawler, unstarted_crawler
+
+
+def test_arguments_become_spider_priority_settings() -> None:
+    crawler = unstarted_crawler(SiteSpider)
+    spider = SiteSpider.from_crawler(crawler, url="acme.com.au", max_pages="20", render_js="never",
+                                     include="**/menu", exclude="**/old/**,**/tag/**")
+    settings = crawler.settings
+    assert (settings["HELPPUFF_SITE"], settings["HELPPUFF_START_URL"]) == ("acme-com-au", "https://acme.com.au")
+    assert settings.getint("HELPPUFF_MAX_PAGES") == 20 and settings["HELPPUFF_RENDER_JS"] == "never"
+    assert settings.getlist("HELPPUFF_INCLUDE") == ["**/menu"]
+    assert settings.getlist("HELPPUFF_EXCLUDE") == ["**/old/**", "**/tag/**"]
+    assert settings.getpriority("HELPPUFF_SITE") == 30  # "spider": above the project, below -s
+    assert settings["DOWNLOAD_HANDLERS"] == {}  # never render: no browser handler
+    assert spider.config == CrawlConfig(max_pages=20, render_js="never", render_min_text=300, render_min_scripts=2,
+                                        include=("**/menu",), exclude=("**/old/**", "**/tag/**"), follow_links=True,
+                                        max_discovery_fetches=50, max_sitemaps=25, max_sitemap_urls=1000, sample_size=5)
+
+
+def test_discovery_alone_records_nothing() -> None:
+    crawler = unstarted_crawler(SiteSpider)
+    SiteSpider.from_crawler(crawler, url="https://acme.com.au", discover_only="true")
+    assert crawler.settings.getdict("ITEM_PIPELINES") == {}
+    assert crawler.settings.getbool("HELPPUFF_RUN_ENABLED") is False
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({}, "url: required"),
+    ({"url": "https://acme.com.au", "max_pages": "lots"}, "max_pages: expected a whole number"),
+    ({"url": "https://acme.com.au", "max_pages": "5000"}, "max_pages: must be between 1 and 1000"),
+    ({"url": "https://acme.com.au", "render_js": "sometimes"}, "render_js: must be one of"),
+    ({"url": "https://acme.com.au", "site": "Acme Plumbing!"}, "site: use letters"),
+    ({"url": "https://acme.com.au", "colour": "blue"}, "unknown argument colour"),
+])
+def test_bad_arguments_name_the_argument(arguments: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SiteArgs.parse(**arguments)
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"HELPPUFF_MAX_PAGES": 0}, "HELPPUFF_MAX_PAGES must be between 1 and 1000"),
+    ({"HELPPUFF_RENDER_JS": "maybe"}, "HELPPUFF_RENDER_JS must be one of"),
+    ({"HELPPUFF_DISCOVERY_MAX_FETCHES": 1}, "HELPPUFF_DISCOVERY_MAX_FETCHES must be >= 2"),
+])
+def test_bad_settings_name_the_setting(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CrawlConfig.from_settings(component_crawler(**settings).settings)
