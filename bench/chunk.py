@@ -215,11 +215,11 @@ def main() -> None:
     # The crawl's own sizes: the project's defaults (HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS).
     chunk_sizes = ChunkSizes(project.HELPPUFF_CHUNK_MIN_TOKENS, project.HELPPUFF_CHUNK_MAX_TOKENS)
 
-    def ours(markdown: str, meta: ChunkMeta) -> list:
+    def crawl_chunks(markdown: str, meta: ChunkMeta) -> list:
         return chunk_page(markdown, meta, chunk_sizes)
 
     results = {
-        "chunk_page": measure(pages, ours, args.repeat),
+        "chunk_page": measure(pages, crawl_chunks, args.repeat),
         "naive 3,200-char splitter": measure(pages, naive_chunks, args.repeat),
     }
     columns = [("chunks", 8), ("chunks/s", 11), ("pages/s", 9), ("median ms", 11), ("p95 ms", 9)]
@@ -242,7 +242,7 @@ def main() -> None:
         f"target under 2 ms per typical page: {'met' if typical_ours < 0.002 else 'NOT met'} "
         f"({_ms(typical_ours)} ms)"
     )
-    every = [c for meta, markdown in pages for c in ours(markdown, meta)]
+    every = [c for meta, markdown in pages for c in crawl_chunks(markdown, meta)]
     tokens = sorted(c.tokens for c in every)
     least = chunk_sizes.min_tokens
     small = [c for c in every if c.tokens < least]

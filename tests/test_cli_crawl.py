@@ -31,6 +31,11 @@ def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
         (["helppuff", "crawl", "exa mple.com"], "url: not a website address"),
         (["helppuff", "crawl", "example.com", "--max-pages", "0"], "max_pages: must be between"),
         (["helppuff", "discover", "mailto:someone@example.com"], "url: not a website address"),
+        # A component refusing a setting stops the crawl before it starts, in one line.
+        (["helppuff", "crawl", "http://127.0.0.1:9", "-s", "HELPPUFF_EMBED_MODEL=@cf/x/y"],
+         "helppuff crawl: HELPPUFF_EMBED_MODEL must be one of @cf/baai/bge-m3"),
+        (["helppuff", "crawl", "http://127.0.0.1:9", "-s", "HELPPUFF_CHUNK_MAX_TOKENS=50"],
+         "HELPPUFF_CHUNK_MIN_TOKENS / HELPPUFF_CHUNK_MAX_TOKENS"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:

@@ -210,3 +210,20 @@ async def _passage_page_scenario(tmp_path: Path) -> None:
 @pytest_twisted.inlineCallbacks
 def test_an_unchanged_page_of_our_own_is_not_written_again(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_passage_page_scenario(tmp_path))
+
+
+async def _sizes_scenario(tmp_path: Path) -> None:
+    kb, writer = _open(tmp_path)
+    await writer.ensure_index()
+    assert await writer.claim_site(SITE) is False  # a new site: nothing to learn again
+    assert await writer.claim_site(SITE) is False  # the same model and sizes
+    smaller = KnowledgeWriter(kb, IndexConfig("test-index", "@local/all-minilm-l6-v2", DIMS, ChunkSizes(100, 400)))
+    assert await smaller.claim_site(SITE) is True  # other chunk sizes: every page is learned again
+    (row,) = await kb.query("SELECT chunk_min_tokens, chunk_max_tokens FROM site_index WHERE site = ?", [SITE])
+    assert (row["chunk_min_tokens"], row["chunk_max_tokens"]) == (100, 400)
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_other_chunk_sizes_make_the_site_learned_again(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_sizes_scenario(tmp_path))

@@ -164,3 +164,29 @@ def test_the_switch_and_the_run_it_needs(tmp_path: Path) -> None:
     without_run = crawl_settings(tmp_path, HELPPUFF_RUN_ENABLED=False)
     with pytest.raises(NotConfigured, match="CrawlRun"):
         build_from_crawler(StorePipeline, component_crawler(**without_run))
+
+
+async def _other_sizes(tmp_path: Path) -> None:
+    parts = await open_parts(tmp_path)
+    long_page = "# Services\n\n" + "\n\n".join(f"## Job {n}\n\n" + "We fix leaking taps and burst pipes. " * 25
+                                                for n in range(4))
+    await parts.learn(fetched_page(f"{A}/services", long_page))
+    await parts.learn(fetched_page(f"{A}/repairs", long_page.replace("Services", "Repairs")))
+    await parts.close()
+    before = kb_rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", f"{A}/services")
+    # The operator asks for smaller chunks: the same page is no longer "unchanged", it is cut again,
+    # and a page that could not be fetched this time is cut again from its kept Markdown.
+    again = await open_parts(tmp_path, HELPPUFF_CHUNK_MIN_TOKENS=40, HELPPUFF_CHUNK_MAX_TOKENS=120)
+    page = await again.learn(fetched_page(f"{A}/services", long_page))
+    await again.learn(Page(url=f"{A}/repairs", site="acme", status="failed", reason="HTTP 503 after retries"))
+    await again.close()
+    after = kb_rows(tmp_path, "SELECT id, tokens FROM chunks WHERE url = ?", f"{A}/services")
+    assert page.status == "ok" and len(after) > len(before)
+    assert all(row["tokens"] <= 120 for row in kb_rows(tmp_path, "SELECT tokens FROM chunks WHERE url LIKE 'http%'"))
+    assert len(kb_rows(tmp_path, "SELECT id FROM chunks WHERE url = ?", f"{A}/repairs")) == len(after)
+    assert again.crawler.stats.get_value("helppuff/store/reembedded_from_markdown") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_other_chunk_sizes_learn_an_unchanged_page_again(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_other_sizes(tmp_path))

@@ -61,8 +61,14 @@ def run_spider(spider_args: dict[str, Any], settings_overrides: dict[str, Any],
 
     # Signal receivers are held weakly: item_scraped stays referenced until the crawl ends.
     crawler.signals.connect(item_scraped, signal=signals.item_scraped)
-    process.crawl(crawler, **spider_args)
+    refused: list[BaseException] = []
+    # A component refusing a setting fails the crawl's start: one line for the operator, no traceback.
+    process.crawl(crawler, **spider_args).addErrback(lambda failure: refused.append(failure.value))
     process.start()
+    if refused:
+        if isinstance(refused[0], ValueError):
+            raise UsageError(str(refused[0]))
+        raise refused[0]
     return dict(crawler.stats.get_stats()) if crawler.stats else {}
 
 

@@ -1,8 +1,8 @@
 """What a crawl does after its last page, in this order:
 
-1. pages not learned this time whose passages lack a live vector of the site's model (a model or
-   chunk-size change, for a page that could not be fetched) are learned again from their kept
-   Markdown, with no fetch;
+1. pages not learned this time whose passages lack a live vector of the site's model (a model
+   change, for a page that could not be fetched), or after a change of chunk sizes were cut with
+   the old ones, are learned again from their kept Markdown, with no fetch;
 2. the crawl's facts are saved (never over the owner's) and the facts passage is rebuilt;
 3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
    re-embeds them);
@@ -39,9 +39,11 @@ class Finished:
 
 
 async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn | None, site: str,
-                      start_url: str, crawl_facts: facts.CrawlFacts, leaving: Sequence[str]) -> Finished:
-    """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked or gone this crawl."""
-    stale = await writer.stale_pages(site) if embed is not None else []
+                      start_url: str, crawl_facts: facts.CrawlFacts, leaving: Sequence[str],
+                      relearn_all: bool = False) -> Finished:
+    """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked or gone this crawl; `relearn_all`:
+    the crawl began by having every page learned again (the site's model or chunk sizes changed)."""
+    stale = await writer.stale_pages(site, cleared_too=relearn_all) if embed is not None else []
     for page in stale:
         assert embed is not None
         await learn(writer, embed, Passages(site, page["url"], page["title"], page["category"], page["markdown"]))

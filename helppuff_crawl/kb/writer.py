@@ -211,15 +211,20 @@ class KnowledgeWriter:
 
     # --- per page -----------------------------------------------------------------------
 
-    async def stale_pages(self, site: str) -> list[dict[str, Any]]:
+    async def stale_pages(self, site: str, cleared_too: bool = False) -> list[dict[str, Any]]:
         """Pages with kept Markdown whose chunks lack a live vector of the current model (e.g. after
-        a model change, for a page that could not be fetched this time): re-embedded from Markdown."""
+        a model change, for a page that could not be fetched this time): learned again from Markdown.
+
+        `cleared_too` (after a change of chunk sizes): also the pages with chunks whose content hash
+        is still cleared, i.e. that the crawl did not learn again, so their chunks are the old sizes'.
+        """
         return await self.kb.query(
             "SELECT DISTINCT p.url, p.title, p.category, p.markdown FROM pages p "
             "JOIN chunks c ON c.site = p.site AND c.url = p.url "
             "LEFT JOIN vectors v ON v.id = c.id AND v.state = 'live' AND v.model = ? "
-            "AND v.content_hash = c.content_hash WHERE p.site = ? AND p.markdown != '' AND v.id IS NULL",
-            [self.model, site],
+            "AND v.content_hash = c.content_hash WHERE p.site = ? AND p.markdown != '' "
+            "AND (v.id IS NULL OR (? AND p.content_hash = ''))",
+            [self.model, site, 1 if cleared_too else 0],
         )
 
     async def reusable(self, site: str, chunks: Sequence[ChunkRow]) -> set[str]:

@@ -97,6 +97,7 @@ class StorePipeline:
         self.embedding: EmbedPipeline | None = None
         self.facts = CrawlFacts()
         self._leaving: list[str] = []
+        self._relearn = False  # the site's model or chunk sizes changed: every page is learned again
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -111,6 +112,7 @@ class StorePipeline:
         try:
             await self.writer.ensure_index()
             if await self.writer.claim_site(site):
+                self._relearn = True
                 await pages.redo_all_pages(self.kb, site)
             mended = await self.writer.reconcile(site)
         except (ModelMismatch, CloudflareError) as exc:
@@ -176,7 +178,8 @@ class StorePipeline:
         embed = self.embedding.embed if self.embedding is not None else None
         try:
             done = await after_crawl(self.kb, self.writer, embed,
-                                     self.run.config.site, self.run.config.start_url, self.facts, self._leaving)
+                                     self.run.config.site, self.run.config.start_url, self.facts, self._leaving,
+                                     relearn_all=self._relearn)
             for key, value in vars(done).items():
                 self.stats.set_value(f"helppuff/store/{key}", value)
         except Exception as exc:
