@@ -72,7 +72,7 @@ class Parts:
 async def open_parts(tmp_path: Path, embedder: FakeEmbedder | None = None, **settings: Any) -> Parts:
     """The crawler's CrawlRun, embed and store pipelines, opened as the engine opens them."""
     crawler = component_crawler(**crawl_settings(tmp_path, **settings))
-    crawler.spider = crawler._create_spider()
+    crawler.spider = crawler.spidercls.from_crawler(crawler)
     run = crawler.get_extension(CrawlRun)
     assert run is not None
     embedder = embedder or FakeEmbedder(dimensions=384, model=LOCAL_MODEL)

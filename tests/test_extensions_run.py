@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import pytest_twisted
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 
 from helppuff_crawl.extensions.run import CrawlRun, RunConfig
 from helppuff_crawl.items import Page
@@ -111,3 +111,36 @@ def test_the_switch(tmp_path: Path) -> None:
     assert crawler.get_extension(CrawlRun) is None
     with pytest.raises(NotConfigured, match="HELPPUFF_RUN_ENABLED"):
         CrawlRun(crawler, local_kb(tmp_path))
+
+
+class _RunsRefused:
+    """Wraps the knowledge base's client: D1 refuses to write a run row."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def d1_query(self, database: str, sql: str, params: Any = ()) -> Any:
+        if sql.startswith("INSERT INTO crawl_runs"):
+            raise ConnectionResetError("D1 went away")
+        return await self._client.d1_query(database, sql, params)
+
+
+async def _no_row(tmp_path: Path) -> None:
+    crawler = component_crawler(**crawl_settings(tmp_path))
+    run = crawler.get_extension(CrawlRun)
+    assert run is not None
+    run.kb.client = _RunsRefused(run.kb.client)  # type: ignore[assignment]
+    with pytest.raises(CloseSpider) as closing:
+        await run.spider_opened(None)
+    assert closing.value.reason == "the run could not start: ConnectionResetError: D1 went away"
+    assert run.run_id == ""
+    await run.spider_closed(None, "the run could not start")  # nothing to finish; the knowledge base closes
+    assert kb_rows(tmp_path, "SELECT id FROM crawl_runs") == []
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_run_row_that_cannot_be_written_closes_the_crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_no_row(tmp_path))

@@ -2,7 +2,8 @@
 the core stats), and the knowledge base the crawl's components record into.
 
     spider_opened  runs left "running" by a process that is gone are marked failed; this run's row is
-                   created ("running") with a heartbeat every HELPPUFF_RUN_HEARTBEAT seconds
+                   created ("running") with a heartbeat every HELPPUFF_RUN_HEARTBEAT seconds; when
+                   the row cannot be written the crawl closes at once (CloseSpider, with the reason)
     item_scraped   each page, as the store left it, is counted (found, ticked, learned, failed)
     spider_closed  the crawl's embedding use is priced and added to the day's usage; the run becomes
                    "done", or "failed" with the reason: the crawl stopped early, finishing failed
@@ -27,12 +28,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 
 from helppuff_crawl.cloudflare.pricing import neurons
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb import runs, usage
 from helppuff_crawl.kb.database import KnowledgeBase
+from helppuff_crawl.kb.pages import LEARNED
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,8 +42,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LEARNED = ("ok", "unchanged")
-FAILED = ("failed", "blocked", "gone")
+FAILED = ("failed", "blocked", "gone")  # counted as pages_failed
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,13 @@ class CrawlRun:
         return run
 
     async def spider_opened(self, spider: Any) -> None:
-        await runs.reap_dead_runs(self.kb, self.config.stale_after)
-        self.run_id = await runs.start_run(self.kb, self.config.site, self.config.start_url)
+        try:
+            await runs.reap_dead_runs(self.kb, self.config.stale_after)
+            self.run_id = await runs.start_run(self.kb, self.config.site, self.config.start_url)
+        except Exception as exc:
+            # No run row, no crawl: pages must not be recorded outside a run.
+            logger.error("The run of %s could not start", self.config.site, exc_info=True, extra={"spider": spider})
+            raise CloseSpider(f"the run could not start: {type(exc).__name__}: {exc}".splitlines()[0][:300]) from exc
         self.stats.set_value("helppuff/run_id", self.run_id)
         self._heartbeat = asyncio.ensure_future(self._beat())
         logger.info("Crawl run %s of %s started", self.run_id, self.config.site, extra={"spider": spider})
