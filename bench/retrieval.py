@@ -135,7 +135,7 @@ def raw_vector_matches(dev: DevServer, site: str, site_url: str, query: str) -> 
     matches = dev.cloud.vector_index(dev.options.index).query(vector, LIMIT, site)["matches"]
     ids = [m["id"] for m in matches]
     marks = ", ".join("?" for _ in ids)
-    rows = dev.cloud.database(dev.options.database).query(
+    rows = dev.cloud.database(dev.database_id).query(
         [(f"SELECT id, url FROM chunks WHERE site = ? AND id IN ({marks})", [site, *ids])]
     )[0]["results"]
     urls = {row["id"]: row["url"] for row in rows}
@@ -268,7 +268,7 @@ async def add_filler(dev: DevServer, site: str, start: int, count: int, rng: ran
     try:
         for first in range(start, start + count, 500):
             size = min(500, start + count - first)
-            await client.d1_batch(dev.options.database, filler_chunks(site, first, size, rng))
+            await client.d1_batch(dev.database_id, filler_chunks(site, first, size, rng))
             values = np_rng.standard_normal((size, DIMENSIONS)).astype(np.float32)
             values /= np.linalg.norm(values, axis=1, keepdims=True)
             await client.vectorize_upsert(dev.options.index, [
@@ -282,7 +282,7 @@ async def add_filler(dev: DevServer, site: str, start: int, count: int, rng: ran
 
 def chunk_count(dev: DevServer, site: str) -> int:
     assert dev.cloud is not None
-    rows = dev.cloud.database(dev.options.database).query([("SELECT COUNT(*) AS n FROM chunks WHERE site = ?", [site])])
+    rows = dev.cloud.database(dev.database_id).query([("SELECT COUNT(*) AS n FROM chunks WHERE site = ?", [site])])
     return int(rows[0]["results"][0]["n"])
 
 

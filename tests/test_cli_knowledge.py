@@ -19,7 +19,7 @@ def test_setup_is_idempotent_on_the_local_cloud(tmp_path: Path) -> None:
     first = json.loads(run_helppuff(tmp_path, "cloudflare", "setup", "--site", "acme", "--json").stdout)
     second = json.loads(run_helppuff(tmp_path, "cloudflare", "setup", "--site", "acme", "--json").stdout)
     assert first["index_created"] is True and second["index_created"] is False
-    assert second["migrations_applied"] == []
+    assert second["migrations"] == []
     assert (first["model"], first["dimensions"], first["namespace"]) == ("@local/all-minilm-l6-v2", 384, "acme")
     with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM d1_migrations ORDER BY name")]

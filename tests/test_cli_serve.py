@@ -241,7 +241,7 @@ def test_wrangler_gets_no_credentials_and_the_offline_switches() -> None:
 
 def test_the_wrangler_config_has_the_local_env() -> None:
     text = (WORKER_DIR / "wrangler.jsonc").read_text(encoding="utf-8")
-    assert '"local": {' in text and '"HELPPUFF_D1_DATABASE": "helppuff"' in text
+    assert '"local": {' in text and '"HELPPUFF_VECTORIZE_INDEX": "helppuff"' in text
 
 
 _WARNING = [

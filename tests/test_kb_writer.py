@@ -12,7 +12,12 @@ import pytest_twisted
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.pages import page_row_statement
-from helppuff_crawl.kb.writer import ChunkRow, IndexConfig, KnowledgeWriter, ModelMismatch
+from helppuff_crawl.kb.writer import (
+    ChunkRow,
+    IndexConfig,
+    KnowledgeWriter,
+    ModelMismatch,
+)
 from helppuff_crawl.text.chunking import ChunkMeta, ChunkSizes, chunk_page
 from tests.conftest import local_kb, run_async
 
@@ -85,7 +90,7 @@ async def _crash_scenario(tmp_path: Path, method: str, nth: int) -> dict[str, An
     await _write(writer, _V1)
     assert (await writer.consistency(SITE))["consistent"]
     # The second version's write is cut short at the chosen call.
-    crashing = KnowledgeWriter(KnowledgeBase(_CrashAfter(kb.client, method, nth), kb.database),  # type: ignore[arg-type]
+    crashing = KnowledgeWriter(KnowledgeBase(_CrashAfter(kb.client, method, nth), await kb.database_id()),  # type: ignore[arg-type]
                                _index())
     with pytest.raises(ConnectionResetError):
         await _write(crashing, _V2)
@@ -227,3 +232,49 @@ async def _sizes_scenario(tmp_path: Path) -> None:
 @pytest_twisted.inlineCallbacks
 def test_other_chunk_sizes_make_the_site_learned_again(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_sizes_scenario(tmp_path))
+
+
+def _long_document(chars: int) -> str:
+    """Markdown of about `chars` characters: numbered sections of distinct sentences."""
+    sections, size, n = [], 0, 0
+    while size < chars:
+        n += 1
+        body = " ".join(f"Clause {n}.{i}: the fee for item {n * 100 + i} is ${n + i} and covers {i} visits."
+                        for i in range(1, 40))
+        section = f"## Section {n}\n\n{body}"
+        sections.append(section)
+        size += len(section) + 2
+    return "# Terms and price list\n\n" + "\n\n".join(sections)
+
+
+async def _big_document_scenario(tmp_path: Path) -> dict[str, Any]:
+    """A 300,000-character document learned, changed, and removed, on a D1 that binds at most 100
+    parameters per statement (the local cloud's SQLite holds D1's limits)."""
+    kb, writer = _open(tmp_path)
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return [_vector(text) for text in texts]
+
+    url = "helppuff://file/big"
+    markdown = _long_document(300_000)
+    learned = await learn(writer, embed, Passages(SITE, url, "Price list", "pricing", markdown), unless_stored=True)
+    changed = markdown.replace("Clause 7.3:", "Clause 7.3 (updated):")
+    relearned = await learn(writer, embed, Passages(SITE, url, "Price list", "pricing", changed))
+    after_change = await writer.consistency(SITE)
+    removed = await writer.remove_page(SITE, url)
+    after_removal = await writer.consistency(SITE)
+    await kb.close()
+    return {"chars": len(markdown), "learned": learned, "relearned": relearned, "after_change": after_change,
+            "removed": removed, "after_removal": after_removal}
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_300000_character_document_is_learned_changed_and_removed(tmp_path: Path):  # type: ignore[no-untyped-def]
+    result = yield run_async(_big_document_scenario(tmp_path))
+    assert result["chars"] >= 300_000
+    assert result["learned"] > 100 and result["relearned"] == result["learned"]  # over 100 chunks: many IN lists
+    assert result["after_change"]["consistent"] and result["after_change"]["chunks"] == result["learned"]
+    assert result["removed"] == result["learned"]
+    assert result["after_removal"] == {**result["after_removal"], "consistent": True, "chunks": 0, "vectors": 0}

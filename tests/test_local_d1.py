@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_twisted
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
 from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
-from helppuff_crawl.local.d1 import LocalD1, split_statements
+from helppuff_crawl.local.d1 import (
+    MAX_STATEMENT_BYTES,
+    MAX_VALUE_BYTES,
+    LocalD1,
+    split_statements,
+)
 from tests.conftest import run_async
 
 
@@ -51,8 +58,10 @@ def test_split_statements_keeps_triggers_and_strings_whole() -> None:
     assert parts[2] == "INSERT INTO t VALUES ('x; y');"
 
 
-async def _client(tmp_path: Path) -> CloudflareClient:
-    return CloudflareClient(LocalTransport(LocalCloud(tmp_path)), "local")
+async def _client(tmp_path: Path) -> tuple[CloudflareClient, str]:
+    """A client of a local cloud with one database, and that database's UUID."""
+    client = CloudflareClient(LocalTransport(LocalCloud(tmp_path)), "local")
+    return client, (await client.d1_create_database("kb"))["uuid"]
 
 
 @pytest_twisted.inlineCallbacks
@@ -61,11 +70,11 @@ def test_query_returns_rows_as_objects(tmp_path: Path):  # type: ignore[no-untyp
 
 
 async def _query_rows(tmp_path: Path) -> None:
-    client = await _client(tmp_path)
-    await client.d1_query("kb", "INSERT INTO crawl_runs (id, site, start_url, started_at, heartbeat_at) "
+    client, kb = await _client(tmp_path)
+    await client.d1_query(kb, "INSERT INTO crawl_runs (id, site, start_url, started_at, heartbeat_at) "
                                 "VALUES (?, ?, ?, ?, ?)", ["r1", "acme", "https://a.com", "2026-01-01T00:00:00Z",
                                                            "2026-01-01T00:00:00Z"])
-    rows = await client.d1_query("kb", "SELECT id, status, pages_ok FROM crawl_runs WHERE site = ?", ["acme"])
+    rows = await client.d1_query(kb, "SELECT id, status, pages_ok FROM crawl_runs WHERE site = ?", ["acme"])
     assert rows == [{"id": "r1", "status": "running", "pages_ok": 0}]
     await client.aclose()
 
@@ -76,29 +85,88 @@ def test_batch_is_all_or_nothing(tmp_path: Path):  # type: ignore[no-untyped-def
 
 
 async def _batch(tmp_path: Path) -> None:
-    client = await _client(tmp_path)
+    client, kb = await _client(tmp_path)
     insert = ("INSERT INTO crawl_runs (id, site, start_url, started_at, heartbeat_at) VALUES (?, 'a', 'u', 't', 't')")
     with pytest.raises(CloudflareError) as err:
-        await client.d1_batch("kb", [(insert, ["r1"]), (insert, ["r1"])])  # the second violates the key
-    assert "D1 database kb" in str(err.value) and "UNIQUE" in str(err.value)
-    assert await client.d1_query("kb", "SELECT id FROM crawl_runs") == []
+        await client.d1_batch(kb, [(insert, ["r1"]), (insert, ["r1"])])  # the second violates the key
+    assert f"D1 database {kb}" in str(err.value) and "UNIQUE" in str(err.value)
+    assert await client.d1_query(kb, "SELECT id FROM crawl_runs") == []
     await client.aclose()
+
+
+def _created(cloud: LocalCloud, name: str) -> str:
+    reply = cloud.handle("POST", "/client/v4/accounts/local/d1/database", json.dumps({"name": name}).encode())
+    assert reply.status == 200, reply.body
+    return str(reply.body["result"]["uuid"])
 
 
 def test_rest_contract_of_the_local_cloud(tmp_path: Path) -> None:
     cloud = LocalCloud(tmp_path)
-    ok = cloud.handle("POST", "/client/v4/accounts/local/d1/database/kb/query",
+    kb = _created(cloud, "kb")
+    ok = cloud.handle("POST", f"/client/v4/accounts/local/d1/database/{kb}/query",
                       json.dumps({"sql": "SELECT ? AS n", "params": ["1"]}).encode())
     assert ok.status == 200
     assert ok.body["success"] is True and ok.body["errors"] == []
     assert ok.body["result"][0]["results"] == [{"n": "1"}]
     assert set(ok.body["result"][0]["meta"]) >= {"changes", "duration", "last_row_id", "rows_read", "rows_written"}
-    numbers = cloud.handle("POST", "/client/v4/accounts/local/d1/database/kb/query",
+    numbers = cloud.handle("POST", f"/client/v4/accounts/local/d1/database/{kb}/query",
                            json.dumps({"sql": "SELECT ?", "params": [1]}).encode())
     assert numbers.status == 400 and "strings" in numbers.body["errors"][0]["message"]
-    bad_sql = cloud.handle("POST", "/client/v4/accounts/local/d1/database/kb/query",
+    bad_sql = cloud.handle("POST", f"/client/v4/accounts/local/d1/database/{kb}/query",
                            json.dumps({"sql": "SELEC nonsense"}).encode())
     assert bad_sql.status == 400 and bad_sql.body["success"] is False
     unknown = cloud.handle("GET", "/client/v4/accounts/local/nothing/here")
     assert unknown.status == 404
+    cloud.close()
+
+
+def _query(cloud: LocalCloud, database: str, sql: str, params: list[str | None] | None = None) -> Any:
+    return cloud.handle("POST", f"/client/v4/accounts/local/d1/database/{database}/query",
+                        json.dumps({"sql": sql, "params": params or []}).encode())
+
+
+def test_databases_are_addressed_by_uuid_only_as_on_d1(tmp_path: Path) -> None:
+    cloud = LocalCloud(tmp_path)
+    kb = _created(cloud, "helppuff")
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", kb)
+    by_name = _query(cloud, "helppuff", "SELECT 1 AS n")
+    assert (by_name.status, by_name.body["errors"]) == (
+        400, [{"code": 7400, "message": "Invalid property: databaseId => Invalid uuid"}])
+    unknown = _query(cloud, "00000000-0000-4000-8000-000000000000", "SELECT 1 AS n")
+    assert unknown.status == 404 and unknown.body["errors"][0]["code"] == 7404
+    assert not (tmp_path / "d1" / "00000000-0000-4000-8000-000000000000.sqlite3").exists()  # nothing made
+    assert _query(cloud, kb, "SELECT 1 AS n").body["result"][0]["results"] == [{"n": 1}]
+    taken = cloud.handle("POST", "/client/v4/accounts/local/d1/database", json.dumps({"name": "helppuff"}).encode())
+    assert taken.status == 400 and taken.body["errors"][0]["code"] == 7502
+    cloud.close()
+    # The UUID outlives the process: a new local cloud on the folder knows it.
+    again = LocalCloud(tmp_path)
+    assert _query(again, kb, "SELECT 1 AS n").status == 200
+    assert [d["uuid"] for d in again.databases()] == [kb]
+    again.close()
+
+
+def test_a_folder_from_before_uuids_keeps_its_database(tmp_path: Path) -> None:
+    LocalD1(tmp_path / "d1" / "helppuff.sqlite3").close()  # a database file with no UUID yet
+    cloud = LocalCloud(tmp_path)
+    (listed,) = cloud.databases()
+    assert listed["name"] == "helppuff"
+    assert _query(cloud, listed["uuid"], "SELECT COUNT(*) AS n FROM chunks").status == 200
+    assert cloud.database_named("helppuff") == listed["uuid"]
+    cloud.close()
+
+
+def test_sqlite_limits_are_d1s(tmp_path: Path) -> None:
+    """At most 100 bound parameters, 100,000 bytes of SQL and 2,000,000 bytes per value."""
+    cloud = LocalCloud(tmp_path)
+    kb = _created(cloud, "kb")
+    hundred = _query(cloud, kb, "SELECT " + ", ".join("?" for _ in range(100)), ["1"] * 100)
+    assert hundred.status == 200
+    over = _query(cloud, kb, "SELECT " + ", ".join("?" for _ in range(101)), ["1"] * 101)
+    assert over.status == 400 and "too many SQL variables" in over.body["errors"][0]["message"]
+    long_sql = "SELECT 1 AS n -- " + "x" * MAX_STATEMENT_BYTES
+    assert _query(cloud, kb, long_sql).status == 400
+    assert _query(cloud, kb, "SELECT length(?) AS n", ["x" * MAX_VALUE_BYTES]).status == 200
+    too_big = _query(cloud, kb, "SELECT length(?) AS n", ["x" * (MAX_VALUE_BYTES + 1)])
+    assert too_big.status == 400 and "too big" in too_big.body["errors"][0]["message"]
     cloud.close()

@@ -9,7 +9,11 @@ import httpx
 import pytest
 import pytest_twisted
 
-from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError, HttpTransport
+from helppuff_crawl.cloudflare.client import (
+    CloudflareClient,
+    CloudflareError,
+    HttpTransport,
+)
 from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalCloud
 from helppuff_crawl.local.server import LocalCloudServer, serve_local_cloud
@@ -42,9 +46,11 @@ def test_only_loopback_addresses_are_served(tmp_path: Path, host: str) -> None:
 
 
 def test_a_random_token_when_none_is_given(tmp_path: Path) -> None:
-    server, url = serve_local_cloud(LocalCloud(tmp_path))
+    cloud = LocalCloud(tmp_path)
+    kb = cloud.database_named("kb")
+    server, url = serve_local_cloud(cloud)
     assert len(server.token) >= 24
-    reply = httpx.post(f"{url}/accounts/local/d1/database/kb/query", json={"sql": "SELECT 1 AS n"},
+    reply = httpx.post(f"{url}/accounts/local/d1/database/{kb}/query", json={"sql": "SELECT 1 AS n"},
                        headers={"Authorization": f"Bearer {server.token}"})
     assert reply.status_code == 200 and reply.json()["result"][0]["results"] == [{"n": 1}]
     server.close()
@@ -78,7 +84,8 @@ def test_round_trip_over_loopback(served: tuple[LocalCloudServer, str, LocalClou
 async def _round_trip(server: LocalCloudServer, url: str, cloud: LocalCloud) -> None:
     client = CloudflareClient(HttpTransport(TOKEN, url), LOCAL_ACCOUNT_ID)
     await vector_round_trip(client)
-    assert await client.d1_query("kb", "SELECT ? AS s", ["x"]) == [{"s": "x"}]
+    kb = (await client.d1_create_database("kb"))["uuid"]
+    assert await client.d1_query(kb, "SELECT ? AS s", ["x"]) == [{"s": "x"}]
     vectors = await client.embed("@fake/hash-8", ["hot water", "blocked drain"])
     assert vectors[0] == pytest.approx(hash_vector("hot water", 8))
     with pytest.raises(CloudflareError) as caught:

@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-_COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "serve", "search",
+_COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "deploy", "serve", "search",
              "settings", "leads", "config", "schedule")
 
 

@@ -115,7 +115,11 @@ def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
     """The spider's arguments: those given on the command line, else helppuff.json's (--config)."""
     spider_args: dict[str, Any] = {"url": args.url}
     if getattr(args, "config", None):
-        from helppuff_crawl.config.helppuff_json import ConfigError, read_config, website_arguments
+        from helppuff_crawl.config.helppuff_json import (
+            ConfigError,
+            read_config,
+            website_arguments,
+        )
 
         try:
             configured = website_arguments(read_config(Path(args.config)))
@@ -142,6 +146,14 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = parse_set_options(args.set)
     overrides.setdefault("LOG_LEVEL", "INFO" if args.verbose else "WARNING")
+
+    async def _database() -> None:
+        # Before anything is fetched: on Cloudflare, a database that was never deployed is one line
+        # (NotDeployed); on the local cloud it is found or created here.
+        async with KnowledgeBase.from_settings(project_settings(overrides)) as kb:
+            await kb.database_id()
+
+    asyncio.run(_database())
     progress = _Progress()
     stats = run_spider(spider_args_from(args), overrides, progress)
     progress.done()

@@ -15,8 +15,10 @@ What it covers, with the REST paths Cloudflare documents (developers.cloudflare.
 - Workers AI: `POST /accounts/{a}/ai/run/{model}` with the model's `/` kept literally (the SDK
   escapes them, so `@cf/baai/bge-m3` becomes one unknown path segment), and `embed()` on top.
 
-Limits are checked before sending (ValueError): vector ids and namespaces at most 64 bytes, topK
-at most 100 (50 with values or all metadata), at most 32 texts per embedding call.
+Limits are checked before sending (ValueError): D1 statements at most 100 bound parameters and
+100,000 bytes of SQL, vector ids and namespaces at most 64 bytes, topK at most 100 (50 with values
+or all metadata), at most 32 texts per embedding call. Callers size their batches from these
+constants rather than from numbers of their own.
 
 Errors: one `CloudflareError` whose message names the resource and Cloudflare's reason, e.g.
 "Vectorize index helppuff-acme: HTTP 404: 3000: vectorize.index.not_found ...". HTTP 429, 5xx and
@@ -43,6 +45,10 @@ logger = logging.getLogger(__name__)
 
 API_BASE = "https://api.cloudflare.com/client/v4"
 
+# D1 (developers.cloudflare.com/d1/platform/limits/): per statement, and per string, BLOB or row.
+D1_MAX_PARAMS = 100
+D1_MAX_STATEMENT_BYTES = 100_000
+D1_MAX_ROW_BYTES = 2_000_000
 MAX_VECTOR_ID_BYTES = 64
 MAX_NAMESPACE_BYTES = 64
 MAX_TOP_K = 100  # without values and with at most indexed metadata
@@ -129,6 +135,17 @@ def _param(value: Any) -> str | None:
     if isinstance(value, (int, float)):
         return str(value)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _statement(sql: str, params: Sequence[Any]) -> dict[str, Any]:
+    """A D1 statement as the API takes it; ValueError past D1's per-statement limits."""
+    if len(params) > D1_MAX_PARAMS:
+        raise ValueError(f"a D1 statement binds at most {D1_MAX_PARAMS} parameters, this one {len(params)}: "
+                         f"{sql[:60]}...")
+    size = len(sql.encode("utf-8"))
+    if size > D1_MAX_STATEMENT_BYTES:
+        raise ValueError(f"a D1 statement is at most {D1_MAX_STATEMENT_BYTES:,} bytes of SQL, this one {size:,}")
+    return {"sql": sql, "params": [_param(p) for p in params]}
 
 
 def _json(payload: Any) -> bytes:
@@ -258,14 +275,14 @@ class CloudflareClient:
 
     async def d1_batch(self, database_id: str, statements: list[tuple[str, list[Any]]]) -> list[list[dict[str, Any]]]:
         """Run statements as one D1 batch (one transaction); returns each statement's rows."""
-        body = {"batch": [{"sql": sql, "params": [_param(p) for p in params]} for sql, params in statements]}
+        body = {"batch": [_statement(sql, params) for sql, params in statements]}
         path = f"/accounts/{self.account_id}/d1/database/{database_id}/query"
         result = await self._call(f"D1 database {database_id}", "POST", path, body)
         return [item.get("results") or [] for item in result]
 
     async def d1_query(self, database_id: str, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         """Run one statement; returns its rows as dicts."""
-        body = {"sql": sql, "params": [_param(p) for p in params]}
+        body = _statement(sql, params)
         path = f"/accounts/{self.account_id}/d1/database/{database_id}/query"
         result = await self._call(f"D1 database {database_id}", "POST", path, body)
         return result[-1].get("results") or [] if result else []

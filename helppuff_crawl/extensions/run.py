@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, NotConfigured
 
+from helppuff_crawl.cloudflare.client import CloudflareError
 from helppuff_crawl.cloudflare.pricing import neurons
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb import runs, usage
-from helppuff_crawl.kb.database import KnowledgeBase
+from helppuff_crawl.kb.database import KnowledgeBase, NotDeployed
 from helppuff_crawl.kb.pages import LEARNED
 
 if TYPE_CHECKING:
@@ -90,8 +91,11 @@ class CrawlRun:
             await runs.reap_dead_runs(self.kb, self.config.stale_after)
             self.run_id = await runs.start_run(self.kb, self.config.site, self.config.start_url)
         except Exception as exc:
-            # No run row, no crawl: pages must not be recorded outside a run.
-            logger.error("The run of %s could not start", self.config.site, exc_info=True, extra={"spider": spider})
+            # No run row, no crawl: pages must not be recorded outside a run. A refusal from outside
+            # (no database deployed, Cloudflare's answer) is one line; anything else keeps its traceback.
+            refusal = isinstance(exc, (NotDeployed, CloudflareError))
+            logger.error("The run of %s could not start%s", self.config.site, f": {exc}" if refusal else "",
+                         exc_info=not refusal, extra={"spider": spider})
             raise CloseSpider(f"the run could not start: {type(exc).__name__}: {exc}".splitlines()[0][:300]) from exc
         self.stats.set_value("helppuff/run_id", self.run_id)
         self._heartbeat = asyncio.ensure_future(self._beat())

@@ -3,6 +3,11 @@
 Every read and write goes through `CloudflareClient`, to Cloudflare's D1 or to the embedded local cloud
 (`open_client` picks by the credentials). One write path for both. The rooms of the knowledge base
 (runs.py, pages.py, ...) are functions over a `KnowledgeBase`; SQL stays in this package.
+
+D1 addresses a database by UUID only. The UUID comes from the state file `helppuff deploy` writes
+(helppuff_crawl/deploy/state.py); the name (HELPPUFF_D1_DATABASE) only finds it there. On Cloudflare a
+missing or stale UUID is one line naming `helppuff deploy`; on the local cloud, which has no account
+to deploy to, the database is found by its exact name or created on first use, and recorded.
 """
 
 from __future__ import annotations
@@ -13,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
+from helppuff_crawl.cloudflare.client import (
+    CloudflareClient,
+    CloudflareError,
+    HttpTransport,
+)
+from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +65,43 @@ class BackendConfig:
     def remote(self) -> bool:
         return bool(self.api_token)
 
+    @property
+    def account(self) -> str:
+        """The state file's key for this backend: the account id, or "local"."""
+        return self.account_id if self.remote else LOCAL_ACCOUNT
+
+    @property
+    def state(self) -> DeployState:
+        return DeployState(self.data_dir)
+
+
+class NotDeployed(ValueError):
+    """The D1 database has no UUID in the state file, or the one there is gone: run `helppuff deploy`."""
+
+
+DEPLOY_HINT = "run `helppuff deploy --site SITE` (`--no-worker` for the data side only) with this data folder"
+
+
+async def find_or_create_database(client: CloudflareClient, config: BackendConfig) -> tuple[str, bool]:
+    """The UUID of the D1 database named exactly `config.database`, created when there is none,
+    recorded in the state file; and whether it was created now."""
+    name = config.database
+    created = False
+    matches = [db for db in await client.d1_list_databases(name) if db.get("name") == name]
+    if not matches:
+        try:
+            matches = [await client.d1_create_database(name)]
+            created = True
+        except CloudflareError as exc:
+            if 7502 not in exc.codes:  # 7502: the name was taken meanwhile (another process created it)
+                raise
+            matches = [db for db in await client.d1_list_databases(name) if db.get("name") == name]
+    database_id = str(matches[0].get("uuid") or "") if matches else ""
+    if not database_id:
+        raise CloudflareError(f"D1 database {name}", 200, [{"code": None, "message": "no uuid in the answer"}])
+    config.state.record_database(config.account, name, database_id)
+    return database_id, created
+
 
 def open_client(config: BackendConfig) -> CloudflareClient:
     """The client for Cloudflare when credentials are set, else for the local cloud in-process."""
@@ -67,15 +114,58 @@ def open_client(config: BackendConfig) -> CloudflareClient:
 
 
 class KnowledgeBase:
-    """One D1 database, through `client` (which also reaches Vectorize and Workers AI)."""
+    """One D1 database, through `client` (which also reaches Vectorize and Workers AI).
 
-    def __init__(self, client: CloudflareClient, database: str) -> None:
+    Built with the database's UUID, or (`open`) with the backend whose state file holds it: then the
+    UUID is looked up at the first query, and on the local cloud found or created when absent.
+    """
+
+    def __init__(self, client: CloudflareClient, database: str | None = None,
+                 config: BackendConfig | None = None) -> None:
+        if database is None and config is None:
+            raise ValueError("a KnowledgeBase needs the database's UUID or the backend that records it")
         self.client = client
-        self.database = database
+        self._database = database
+        self.config = config
 
     @classmethod
     def open(cls, config: BackendConfig) -> KnowledgeBase:
-        return cls(open_client(config), config.database)
+        return cls(open_client(config), config=config)
+
+    async def database_id(self) -> str:
+        """The D1 database's UUID (NotDeployed on Cloudflare when the state file has none)."""
+        if self._database is None:
+            config = self.config
+            assert config is not None
+            recorded = config.state.database_id(config.account, config.database)
+            if recorded:
+                self._database = recorded
+            elif config.remote:
+                raise NotDeployed(f"D1 database {config.database} has no id in {config.state.path}: "
+                                  f"{DEPLOY_HINT}")
+            else:
+                self._database, _ = await find_or_create_database(self.client, config)
+        return self._database
+
+    async def _stale(self, exc: CloudflareError) -> bool:
+        """After a 404 for the recorded database: forget it; True when the call may be tried again."""
+        config = self.config
+        if config is None or exc.status != 404 or 7404 not in exc.codes:
+            return False
+        config.state.forget_database(config.account, config.database)
+        stale, self._database = self._database, None
+        if config.remote:
+            raise NotDeployed(f"D1 database {config.database} ({stale}, from {config.state.path}) is not on "
+                              f"account {config.account_id}: {DEPLOY_HINT}") from exc
+        return True
+
+    async def _d1(self, call: Any) -> Any:
+        try:
+            return await call(await self.database_id())
+        except CloudflareError as exc:
+            if not await self._stale(exc):
+                raise
+            return await call(await self.database_id())
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> KnowledgeBase:
@@ -84,7 +174,7 @@ class KnowledgeBase:
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """One statement's rows."""
-        return await self.client.d1_query(self.database, sql, list(params))
+        return await self._d1(lambda database: self.client.d1_query(database, sql, list(params)))
 
     async def first(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
         """One statement's first row, or None."""
@@ -93,7 +183,8 @@ class KnowledgeBase:
 
     async def batch(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
         """Statements as one D1 batch (one transaction); each statement's rows."""
-        return await self.client.d1_batch(self.database, [(sql, list(params)) for sql, params in statements])
+        batch = [(sql, list(params)) for sql, params in statements]
+        return await self._d1(lambda database: self.client.d1_batch(database, batch))
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -23,3 +23,10 @@ async def apply_migrations(kb: KnowledgeBase) -> list[str]:
         await kb.batch(statements)
         applied.append(file.name)
     return applied
+
+
+async def pending_migrations(kb: KnowledgeBase) -> list[str]:
+    """The migration files not yet recorded in d1_migrations; reads only."""
+    tracked = await kb.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'd1_migrations'")
+    done = {row["name"] for row in await kb.query("SELECT name FROM d1_migrations")} if tracked else set()
+    return [file.name for file in migration_files() if file.name not in done]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from helppuff_crawl.clock import iso, utc_now
+from helppuff_crawl.cloudflare.client import D1_MAX_PARAMS, MAX_UPSERT_VECTORS
 from helppuff_crawl.config.contract import HEADING_SEPARATOR
 from helppuff_crawl.embed.models import default_model, embedding_model
 from helppuff_crawl.kb.database import KnowledgeBase, Statement
@@ -34,7 +35,8 @@ from helppuff_crawl.text.hashing import text_hash
 
 logger = logging.getLogger(__name__)
 
-_BATCH_IDS = 100  # ids per Vectorize get/delete call and per D1 IN (...) list
+_VECTOR_IDS = 100  # ids per Vectorize get_by_ids / delete_by_ids call
+_UPSERT_BYTES = 50_000_000  # half of Vectorize's 100 MB upload limit: room for the NDJSON framing
 
 
 class ModelMismatch(ValueError):
@@ -99,9 +101,20 @@ class ChunkRow:
         return {"category": self.category, "page": self.url, "url": link}
 
 
-def _parts(items: Sequence[Any], size: int = _BATCH_IDS) -> Iterable[Sequence[Any]]:
+def _parts(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
+
+
+def _in_lists(ids: Sequence[Any], fixed: int) -> Iterable[Sequence[Any]]:
+    """`ids` in parts that fit a D1 statement's `IN (...)` beside `fixed` other bound parameters."""
+    return _parts(ids, D1_MAX_PARAMS - fixed)
+
+
+def _upsert_parts(vectors: Sequence[Any], dimensions: int) -> Iterable[Sequence[Any]]:
+    """Vectors in parts Vectorize takes in one upload: at most 5,000, and well under 100 MB."""
+    per_vector = 24 * dimensions + 1_000  # a float as JSON text, with its metadata and id
+    return _parts(vectors, max(1, min(MAX_UPSERT_VECTORS, _UPSERT_BYTES // per_vector)))
 
 
 class KnowledgeWriter:
@@ -187,7 +200,7 @@ class KnowledgeWriter:
         ids = [row["id"] for row in rows]
         if ids:
             # Pages whose write was cut short: redo them (their chunk rows may be old or new).
-            for part in _parts(ids):
+            for part in _in_lists(ids, 2):
                 marks = ", ".join("?" for _ in part)
                 await self.kb.query(
                     f"UPDATE pages SET content_hash = '' WHERE site = ? AND url IN "
@@ -231,7 +244,7 @@ class KnowledgeWriter:
         """Ids of chunks whose live vector was embedded from the same text with the current model."""
         found: set[str] = set()
         wanted = {c.id: c.content_hash for c in chunks}
-        for part in _parts(list(wanted)):
+        for part in _in_lists(list(wanted), 2):
             marks = ", ".join("?" for _ in part)
             rows = await self.kb.query(
                 f"SELECT id, content_hash FROM vectors WHERE site = ? AND state = 'live' AND model = ? "
@@ -266,7 +279,7 @@ class KnowledgeWriter:
                  [c.id, site, site, self.model, c.content_hash, now])
                 for c in to_write
             ])
-            for part in _parts(to_write, 500):
+            for part in _upsert_parts(to_write, self.dimensions):
                 await self.client.vectorize_upsert(self.index, [
                     {"id": c.id, "values": list(vectors[c.id]), "namespace": site, "metadata": c.metadata()}
                     for c in part
@@ -288,7 +301,7 @@ class KnowledgeWriter:
                 "UPDATE vectors SET state = 'live', model = ?, content_hash = ?, updated_at = ? WHERE id = ?",
                 [self.model, c.content_hash, now, c.id],
             ))
-        for part in _parts(removed):
+        for part in _in_lists(removed, 1):
             marks = ", ".join("?" for _ in part)
             statements.append((f"UPDATE vectors SET state = 'deleting', updated_at = ? WHERE id IN ({marks})",
                                [now, *part]))
@@ -308,7 +321,7 @@ class KnowledgeWriter:
         return len(old)
 
     async def _delete_vectors(self, ids: Sequence[str]) -> None:
-        for part in _parts(list(ids)):
+        for part in _parts(list(ids), min(_VECTOR_IDS, D1_MAX_PARAMS)):
             await self.client.vectorize_delete_by_ids(self.index, list(part))
             marks = ", ".join("?" for _ in part)
             await self.kb.query(f"DELETE FROM vectors WHERE id IN ({marks})", list(part))

@@ -4,7 +4,8 @@
 (paths under `/client/v4`, the `{"success", "errors", "messages", "result"}` envelope), from
 files under a data folder:
 
-    <data_dir>/d1/<database_id>.sqlite3        one SQLite file per D1 database (local id = name)
+    <data_dir>/d1/<name>.sqlite3               one SQLite file per D1 database
+    <data_dir>/d1/databases.json               each database's UUID and name
     <data_dir>/vectorize/<index>.sqlite3       one exact vector index per Vectorize index
 
 Routes: D1 query/batch, create and list databases; Vectorize v2 indexes (create, list, get, info,
@@ -13,6 +14,10 @@ delete_by_ids (helppuff_crawl.local.vectorize); Workers AI `run` for the models 
 has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare), and chat models
 through an OpenAI-compatible server when one is configured (helppuff_crawl.local.chat). The model path is
 taken as sent: an escaped `%40cf%2Fbaai%2Fbge-m3` is an unknown model here as it is there.
+
+As on Cloudflare, a D1 database is addressed by its UUID only: a name where the UUID belongs is
+error 7400 "Invalid uuid", an unknown UUID error 7404. A SQLite file found without a UUID (a data
+folder from before UUIDs) is given one when the local cloud opens the folder.
 
 The crawler reaches it in-process through `LocalTransport`, so the production client code path
 runs in every local crawl and every test.
@@ -23,14 +28,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import threading
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from helppuff_crawl.cloudflare.client import Response
+from helppuff_crawl.deploy.state import LOCAL_ACCOUNT
 from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.d1 import MIGRATIONS_DIR, D1Error, LocalD1
 from helppuff_crawl.local.errors import AIError
@@ -44,14 +52,15 @@ from helppuff_crawl.local.vectorize import (
 
 logger = logging.getLogger(__name__)
 
-LOCAL_ACCOUNT_ID = "local"
+LOCAL_ACCOUNT_ID = LOCAL_ACCOUNT
 _ACCOUNT = r"^/accounts/(?P<account>[^/]+)"
 _D1_QUERY = re.compile(_ACCOUNT + r"/d1/database/(?P<db>[^/]+)/query$")
 _D1_DATABASES = re.compile(_ACCOUNT + r"/d1/database$")
 _INDEXES = re.compile(_ACCOUNT + r"/vectorize/v2/indexes$")
 _INDEX = re.compile(_ACCOUNT + r"/vectorize/v2/indexes/(?P<index>[^/]+)(?P<action>/.*)?$")
 _AI_RUN = re.compile(_ACCOUNT + r"/ai/run/(?P<model>.+)$")
-_DATABASE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_DATABASE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 # Vectorize v2 routes under /indexes/{name}: (method, action) -> LocalCloud method name.
 _INDEX_ROUTES = {
@@ -97,14 +106,84 @@ class LocalCloud:
         self._indexes: dict[str, LocalVectorIndex] = {}
         self._lock = threading.Lock()
 
+    # --- D1 databases: a registry of UUID -> name ---------------------------------------
+
+    @property
+    def _registry_path(self) -> Path:
+        return self.data_dir / "d1" / "databases.json"
+
+    def _registry(self) -> dict[str, dict[str, str]]:
+        """{uuid: {"name", "created_at"}}; SQLite files not in it yet are given a UUID now."""
+        path = self._registry_path
+        try:
+            registry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            registry = {}
+        except ValueError as exc:
+            raise D1Error(f"{path} is not valid JSON: {exc}") from exc
+        known = {entry["name"] for entry in registry.values()}
+        found = sorted(p.stem for p in path.parent.glob("*.sqlite3")) if path.parent.is_dir() else []
+        adopted = [name for name in found if name not in known and _DATABASE_NAME.match(name)]
+        for name in adopted:
+            registry[str(uuid.uuid4())] = {"name": name, "created_at": _created_at(path.parent / f"{name}.sqlite3")}
+        if adopted:
+            self._save_registry(registry)
+        return registry
+
+    def _save_registry(self, registry: dict[str, dict[str, str]]) -> None:
+        path = self._registry_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(json.dumps(registry, indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(scratch, path)
+
     def database(self, database_id: str) -> LocalD1:
-        if not _DATABASE_ID.match(database_id):
-            raise ValueError(f"invalid D1 database id {database_id!r}")
+        """The database with this UUID; a refusal worded as Cloudflare words it when there is none."""
+        if not isinstance(database_id, str) or not _UUID.match(database_id):
+            raise _D1Refusal(400, 7400, "Invalid property: databaseId => Invalid uuid")
         with self._lock:
             if database_id not in self._databases:
-                path = self.data_dir / "d1" / f"{database_id}.sqlite3"
+                entry = self._registry().get(database_id)
+                if entry is None:
+                    raise _D1Refusal(404, 7404, f"The database {database_id} could not be found")
+                path = self.data_dir / "d1" / f"{entry['name']}.sqlite3"
                 self._databases[database_id] = LocalD1(path, self.migrations_dir)
             return self._databases[database_id]
+
+    def create_database(self, name: str) -> dict[str, Any]:
+        """A new database named `name` (error 7502 when the name is taken); its description."""
+        if not isinstance(name, str) or not _DATABASE_NAME.match(name):
+            raise _D1Refusal(400, 7400, "name must be 1-64 characters of A-Z a-z 0-9 _ -")
+        with self._lock:
+            registry = self._registry()
+            if any(entry["name"] == name for entry in registry.values()):
+                raise _D1Refusal(400, 7502, f"A database with name '{name}' already exists")
+            database_id = str(uuid.uuid4())
+            path = self.data_dir / "d1" / f"{name}.sqlite3"
+            self._databases[database_id] = LocalD1(path, self.migrations_dir)
+            registry[database_id] = {"name": name, "created_at": _created_at(path)}
+            self._save_registry(registry)
+            return self._d1_info(database_id, registry[database_id])
+
+    def database_named(self, name: str) -> str:
+        """The UUID of the database named exactly `name`, created when there is none."""
+        with self._lock:
+            found = [i for i, entry in self._registry().items() if entry["name"] == name]
+        if found:
+            return found[0]
+        try:
+            return self.create_database(name)["uuid"]
+        except _D1Refusal as exc:
+            if exc.code != 7502:
+                raise
+            return self.database_named(name)
+
+    def databases(self, name: str | None = None) -> list[dict[str, Any]]:
+        """The databases, those whose name contains `name` when given (as the list route filters)."""
+        with self._lock:
+            registry = self._registry()
+        return [self._d1_info(i, e) for i, e in sorted(registry.items(), key=lambda item: item[1]["name"])
+                if not name or name in e["name"]]
 
     def vector_index(self, name: str) -> LocalVectorIndex:
         """The open index; VectorizeError (404, code 3000) when it was never created."""
@@ -159,50 +238,46 @@ class LocalCloud:
             payload = json.loads(body or b"{}")
         except ValueError:
             return _error(400, 7400, "The request body is not valid JSON")
-        if "batch" in payload:
-            items = payload["batch"]
-        else:
-            items = [payload]
+        if not isinstance(payload, dict):
+            return _error(400, 7400, "The request body must be a JSON object")
+        items = payload["batch"] if "batch" in payload else [payload]
+        if not isinstance(items, list) or not items:
+            return _error(400, 7400, "batch must be a non-empty array of {sql, params}")
         statements: list[tuple[str, list[Any]]] = []
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("sql"), str):
                 return _error(400, 7400, "sql is required")
             params = item.get("params") or []
-            if not all(p is None or isinstance(p, str) for p in params):
+            if not isinstance(params, list) or not all(p is None or isinstance(p, str) for p in params):
                 return _error(400, 7400, "params must be an array of strings")
             statements.append((item["sql"], params))
         try:
             return _envelope(self.database(database_id).query(statements))
-        except ValueError as exc:
-            return _error(404, 7404, str(exc))
+        except _D1Refusal as exc:
+            return _error(exc.status, exc.code, exc.message)
         except D1Error as exc:
             return _error(400, 7500, str(exc))
 
-    def _d1_info(self, path: Path) -> dict[str, Any]:
-        stat = path.stat()
+    def _d1_info(self, database_id: str, entry: dict[str, str]) -> dict[str, Any]:
+        path = self.data_dir / "d1" / f"{entry['name']}.sqlite3"
         return {
-            "uuid": path.stem,
-            "name": path.stem,
+            "uuid": database_id,
+            "name": entry["name"],
             "version": "production",
-            "created_at": datetime.fromtimestamp(stat.st_ctime, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "file_size": stat.st_size,
+            "created_at": entry["created_at"],
+            "file_size": path.stat().st_size if path.exists() else 0,
         }
 
     def _d1_create(self, body: bytes) -> Response:
         payload = _json_body(body)
         name = payload.get("name") if isinstance(payload, dict) else None
-        if not isinstance(name, str) or not _DATABASE_ID.match(name):
-            return _error(400, 7400, "name must be 1-64 characters of A-Z a-z 0-9 _ -")
-        path = self.data_dir / "d1" / f"{name}.sqlite3"
-        if path.exists():
-            return _error(400, 7502, f"A database with name '{name}' already exists")
-        self.database(name)  # a local database's id is its name
-        return _envelope(self._d1_info(path))
+        try:
+            return _envelope(self.create_database(name))
+        except _D1Refusal as exc:
+            return _error(exc.status, exc.code, exc.message)
 
     def _d1_list(self, name: str | None) -> Response:
-        folder = self.data_dir / "d1"
-        paths = sorted(folder.glob("*.sqlite3")) if folder.is_dir() else []
-        return _envelope([self._d1_info(p) for p in paths if not name or name in p.stem])
+        return _envelope(self.databases(name))
 
     # --- Vectorize ----------------------------------------------------------------------
 
@@ -316,6 +391,19 @@ class LocalCloud:
             for index in self._indexes.values():
                 index.close()
             self._indexes.clear()
+
+
+class _D1Refusal(Exception):
+    """A D1 request Cloudflare refuses before any SQL runs (bad or unknown database, taken name)."""
+
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def _created_at(path: Path) -> str:
+    when = datetime.fromtimestamp(path.stat().st_ctime, UTC) if path.exists() else datetime.now(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _ndjson(body: bytes, headers: dict[str, str], discard: bool = False) -> list[Any]:

@@ -3,6 +3,10 @@
 D1 is SQLite, so the same `worker/migrations/NNNN_*.sql` files build both. Migrations are tracked
 in `d1_migrations` (the table wrangler uses), so a file is applied once. Queries answer in the
 shape of D1's REST `query` endpoint: one result per statement, rows as objects, and `meta`.
+
+SQLite's own limits are set to D1's documented ones (developers.cloudflare.com/d1/platform/limits/),
+so a statement D1 refuses is refused here too: at most 100 bound parameters, 100,000 bytes of SQL,
+and 2,000,000 bytes per string, BLOB or row.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ logger = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "worker" / "migrations"
 _MIGRATION_NAME = re.compile(r"^\d{4}_[A-Za-z0-9_]+\.sql$")
+
+MAX_BOUND_PARAMETERS = 100
+MAX_STATEMENT_BYTES = 100_000
+MAX_VALUE_BYTES = 2_000_000
 
 
 class D1Error(Exception):
@@ -65,6 +73,9 @@ class LocalD1:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA busy_timeout=5000")
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, MAX_BOUND_PARAMETERS)
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_STATEMENT_BYTES)
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         self.migrate(migrations_dir)
 
     def migrate(self, migrations_dir: Path = MIGRATIONS_DIR) -> list[str]:

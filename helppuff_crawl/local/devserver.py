@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
+from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
+
 if TYPE_CHECKING:
     from helppuff_crawl.local.chat import ChatServerConfig
     from helppuff_crawl.local.cloud import LocalCloud
@@ -230,6 +232,9 @@ class DevServer:
             raise DevServerError(f"port {self.options.cloud_port} on {LOOPBACK} is in use: pass another --cloud-port")
         ai = LocalAI(chat=OpenAIChat(self.options.chat)) if self.options.chat is not None else None
         self.cloud = cloud = LocalCloud(self.options.data_dir, ai=ai)
+        # D1 addresses a database by UUID: the one the crawl recorded, found by name or created.
+        self.database_id = cloud.database_named(self.options.database)
+        DeployState(self.options.data_dir).record_database(LOCAL_ACCOUNT, self.options.database, self.database_id)
         self.token = secrets.token_urlsafe(24)
         self._server, self.cloud_url = serve_local_cloud(cloud, LOOPBACK, self.options.cloud_port, token=self.token)
         self._warmup = threading.Thread(target=self._load_models, args=(cloud,), name="helppuff-warmup", daemon=True)
@@ -241,7 +246,7 @@ class DevServer:
         env_file.write_text(
             f"HELPPUFF_LOCAL_CLOUD_URL={self.cloud_url.removesuffix('/client/v4')}\n"
             f"HELPPUFF_LOCAL_CLOUD_TOKEN={self.token}\n"
-            f"HELPPUFF_D1_DATABASE={self.options.database}\n"
+            f"HELPPUFF_D1_DATABASE_ID={self.database_id}\n"
             f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n",
             encoding="utf-8",
         )

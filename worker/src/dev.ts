@@ -27,7 +27,7 @@ export const LOCAL_ACCOUNT_ID = "local";
 export interface LocalCloudConfig {
   url: string; // the local cloud's origin, without /client/v4
   token: string;
-  database: string; // D1 database name (the local id is the name)
+  database: string; // the D1 database's UUID (D1 addresses databases by UUID only)
   index: string; // Vectorize index name
 }
 
@@ -38,7 +38,7 @@ export type Fetcher = (url: string, init: RequestInit) => Promise<Response>;
 export interface LocalCloudVars {
   HELPPUFF_LOCAL_CLOUD_URL?: string;
   HELPPUFF_LOCAL_CLOUD_TOKEN?: string;
-  HELPPUFF_D1_DATABASE?: string;
+  HELPPUFF_D1_DATABASE_ID?: string;
   HELPPUFF_VECTORIZE_INDEX?: string;
 }
 
@@ -52,10 +52,14 @@ export function localCloudConfig(vars: LocalCloudVars): LocalCloudConfig | null 
   if (!token) {
     throw new Error("HELPPUFF_LOCAL_CLOUD_URL is set without HELPPUFF_LOCAL_CLOUD_TOKEN: start the Worker with `helppuff serve`");
   }
+  const database = vars.HELPPUFF_D1_DATABASE_ID?.trim();
+  if (!database) {
+    throw new Error("HELPPUFF_LOCAL_CLOUD_URL is set without HELPPUFF_D1_DATABASE_ID: start the Worker with `helppuff serve`");
+  }
   return {
     url: url.replace(/\/+$/u, "").replace(/\/client\/v4$/u, ""),
     token,
-    database: vars.HELPPUFF_D1_DATABASE?.trim() || "helppuff",
+    database,
     index: vars.HELPPUFF_VECTORIZE_INDEX?.trim() || "helppuff",
   };
 }

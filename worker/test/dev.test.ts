@@ -59,13 +59,13 @@ describe("localCloudConfig", () => {
     [{}, null],
     [{ HELPPUFF_LOCAL_CLOUD_URL: "  " }, null],
     [
-      { HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788", HELPPUFF_LOCAL_CLOUD_TOKEN: "t" },
-      { url: "http://127.0.0.1:8788", token: "t", database: "helppuff", index: "helppuff" },
+      { HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788", HELPPUFF_LOCAL_CLOUD_TOKEN: "t", HELPPUFF_D1_DATABASE_ID: "d" },
+      { url: "http://127.0.0.1:8788", token: "t", database: "d", index: "helppuff" },
     ],
     [
       // The API base that serve_local_cloud prints is accepted too.
       { HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:9/client/v4/", HELPPUFF_LOCAL_CLOUD_TOKEN: "t",
-        HELPPUFF_D1_DATABASE: "kb", HELPPUFF_VECTORIZE_INDEX: "vec" },
+        HELPPUFF_D1_DATABASE_ID: "kb", HELPPUFF_VECTORIZE_INDEX: "vec" },
       { url: "http://127.0.0.1:9", token: "t", database: "kb", index: "vec" },
     ],
   ])("%j -> %j", (vars, expected) => {
@@ -76,6 +76,11 @@ describe("localCloudConfig", () => {
     expect(() => localCloudConfig({ HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788" })).toThrow(
       "HELPPUFF_LOCAL_CLOUD_URL is set without HELPPUFF_LOCAL_CLOUD_TOKEN",
     );
+  });
+
+  it("refuses a URL without the database's UUID: D1 has no address by name", () => {
+    expect(() => localCloudConfig({ HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788", HELPPUFF_LOCAL_CLOUD_TOKEN: "t" }))
+      .toThrow("HELPPUFF_LOCAL_CLOUD_URL is set without HELPPUFF_D1_DATABASE_ID");
   });
 });
 

@@ -1,0 +1,96 @@
+"""The data side of a deploy: the D1 database, its migrations, the Vectorize index and its metadata
+indexes, and the site's row, each found or created, in that order.
+
+The order matters: Vectorize filters only the vectors upserted after a metadata index exists, so the
+index and its `category` metadata index come before any crawl writes a vector. A dry run only
+reads: it reports what a deploy would create and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from helppuff_crawl.kb.database import (
+    BackendConfig,
+    KnowledgeBase,
+    find_or_create_database,
+)
+from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
+from helppuff_crawl.local.d1 import migration_files
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class DataPlan:
+    """What the data side found, created, or (dry run) would create."""
+
+    site: str
+    remote: bool
+    database: str
+    database_id: str | None = None
+    database_created: bool = False
+    migrations: list[str] = field(default_factory=list)  # applied now, or pending in a dry run
+    index: str = ""
+    index_created: bool = False
+    model: str = ""
+    dimensions: int = 0
+    dry_run: bool = False
+
+    def lines(self) -> list[str]:
+        verb = "would create" if self.dry_run else "created"
+        where = "Cloudflare" if self.remote else "the local cloud"
+        database = (f"D1 {self.database} {self.database_id}" if self.database_id
+                    else f"D1 {self.database} (none yet)")
+        return [
+            f"{self.site} on {where}:",
+            f"  {database}{f': {verb}' if self.database_created else ''}",
+            f"  migrations: {', '.join(self.migrations) + (' pending' if self.dry_run else ' applied') if self.migrations else 'up to date'}",
+            f"  Vectorize {self.index} ({self.dimensions} dimensions, {self.model}, namespace {self.site})"
+            f"{f': {verb}, with its category metadata index' if self.index_created else ''}",
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"site": self.site, "remote": self.remote, "d1_database": self.database,
+                "d1_database_id": self.database_id, "d1_created": self.database_created,
+                "migrations": self.migrations, "vector_index": self.index, "index_created": self.index_created,
+                "model": self.model, "dimensions": self.dimensions, "namespace": self.site, "dry_run": self.dry_run}
+
+
+async def deploy_data(settings: Any, site: str, *, dry_run: bool = False) -> DataPlan:
+    """Find or create the site's data resources (none in a dry run); the plan of what happened."""
+    backend = BackendConfig.from_settings(settings)
+    index = IndexConfig.from_settings(settings, backend.remote)
+    kb = KnowledgeBase.open(backend)
+    writer = KnowledgeWriter(kb, index)
+    plan = DataPlan(site=site, remote=backend.remote, database=backend.database, index=index.index,
+                    model=index.model, dimensions=index.dimensions, dry_run=dry_run)
+    try:
+        if dry_run:
+            await _look(kb, writer, backend, plan)
+            return plan
+        from helppuff_crawl.kb.migrations import apply_migrations
+
+        plan.database_id, plan.database_created = await find_or_create_database(kb.client, backend)
+        plan.migrations = await apply_migrations(kb)
+        plan.index_created = await kb.client.vectorize_get_index(writer.index) is None
+        await writer.ensure_index()
+        await writer.claim_site(site)
+        return plan
+    finally:
+        await kb.close()
+
+
+async def _look(kb: KnowledgeBase, writer: KnowledgeWriter, backend: BackendConfig, plan: DataPlan) -> None:
+    from helppuff_crawl.kb.migrations import pending_migrations
+
+    found = [db for db in await kb.client.d1_list_databases(backend.database) if db.get("name") == backend.database]
+    if found:
+        plan.database_id = str(found[0].get("uuid"))
+        plan.migrations = await pending_migrations(KnowledgeBase(kb.client, plan.database_id))
+    else:
+        plan.database_created = True
+        plan.migrations = [file.name for file in migration_files()]
+    plan.index_created = await kb.client.vectorize_get_index(writer.index) is None

@@ -1,0 +1,117 @@
+"""The Worker side of a deploy: a wrangler config for this account's resources, then `wrangler deploy`.
+
+The checked-in worker/wrangler.jsonc declares the bindings, the rate limiters and the Worker's name;
+it carries no account's ids. A deploy writes `<data dir>/wrangler.deploy.json` from it: the D1
+database's UUID and name, the Vectorize index, absolute paths (wrangler resolves `main` and
+`migrations_dir` against the config's folder), and no `env` (the "local" environment is for
+`helppuff serve`). Then `wrangler deploy --config` that file. A dry run builds the bundle with
+`wrangler deploy --dry-run --outdir`, which needs no account and touches nothing.
+
+The Worker holds no secret of its own today (a site's webhook and recrawl secrets live in its
+settings in D1), so nothing goes through `wrangler secret put` yet; `secrets` is where one would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helppuff_crawl.local.devserver import WORKER_DIR, find_toolchain
+
+DEPLOY_CONFIG = "wrangler.deploy.json"
+_JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)
+_WORKER_URL = re.compile(r"https://[A-Za-z0-9.-]+\.workers\.dev\b")
+
+
+class WorkerDeployError(Exception):
+    """wrangler refused or failed: one line with its last words."""
+
+
+def read_jsonc(text: str) -> Any:
+    """JSON with comments and trailing commas, as wrangler.jsonc is written."""
+    return json.loads(_JSONC_TOKENS.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text))
+
+
+@dataclass(frozen=True)
+class WorkerTarget:
+    database: str
+    database_id: str
+    index: str
+
+
+def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR) -> dict[str, Any]:
+    """worker/wrangler.jsonc with this account's resources filled in."""
+    config = read_jsonc((worker_dir / "wrangler.jsonc").read_text(encoding="utf-8"))
+    config.pop("$schema", None)
+    config.pop("env", None)
+    config["main"] = str((worker_dir / config["main"]).resolve())
+    databases = config.get("d1_databases") or []
+    if len(databases) != 1:
+        raise WorkerDeployError(f"{worker_dir / 'wrangler.jsonc'} must declare one D1 database, found {len(databases)}")
+    databases[0].update(database_name=target.database, database_id=target.database_id)
+    databases[0]["migrations_dir"] = str((worker_dir / databases[0].get("migrations_dir", "migrations")).resolve())
+    for index in config.get("vectorize") or []:
+        index["index_name"] = target.index
+    return config
+
+
+def write_deploy_config(target: WorkerTarget, data_dir: Path, worker_dir: Path = WORKER_DIR) -> Path:
+    path = Path(data_dir) / DEPLOY_CONFIG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(deploy_config(target, worker_dir), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def _environment(remote: dict[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CLOUDFLARE_API_TOKEN", "CLOUDFLARE_ACCOUNT_ID")}
+    env.update(WRANGLER_SEND_METRICS="false", CLOUDFLARE_CF_FETCH_ENABLED="false", NO_COLOR="1", FORCE_COLOR="0")
+    env.update(remote or {})
+    return env
+
+
+def _wrangler(args: list[str], env: dict[str, str], worker_dir: Path, stdin: str | None = None) -> str:
+    tool = find_toolchain(worker_dir)
+    env = {**env, "PATH": f"{tool.node.parent}{os.pathsep}{env.get('PATH', '')}"}
+    try:
+        done = subprocess.run([str(tool.node), str(tool.wrangler), *args], cwd=worker_dir, env=env, input=stdin,
+                              capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise WorkerDeployError(f"wrangler {args[0]} did not finish in {exc.timeout:.0f} s") from exc
+    output = done.stdout + done.stderr
+    if done.returncode != 0:
+        last = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("🪵")]
+        reason = next((line for line in last if "ERROR" in line), last[-1] if last else "no output")
+        raise WorkerDeployError(f"wrangler {args[0]} failed (exit {done.returncode}): {reason}")
+    return output
+
+
+def build_bundle(config: Path, outdir: Path, worker_dir: Path = WORKER_DIR) -> list[Path]:
+    """`wrangler deploy --dry-run --outdir`: the bundle a deploy would upload; its files."""
+    _wrangler(["deploy", "--dry-run", "--outdir", str(outdir), "--config", str(config)], _environment(None), worker_dir)
+    files = sorted(p for p in Path(outdir).rglob("*") if p.is_file())
+    if not any(p.suffix == ".js" for p in files):
+        raise WorkerDeployError(f"wrangler deploy --dry-run wrote no script to {outdir}")
+    return files
+
+
+def deploy_worker(config: Path, api_token: str, account_id: str, secrets: dict[str, str] | None = None,
+                  worker_dir: Path = WORKER_DIR) -> str:
+    """`wrangler deploy`, then `wrangler secret put` for each secret; the Worker's URL."""
+    env = _environment({"CLOUDFLARE_API_TOKEN": api_token, "CLOUDFLARE_ACCOUNT_ID": account_id})
+    output = _wrangler(["deploy", "--config", str(config)], env, worker_dir)
+    for name, value in (secrets or {}).items():
+        _wrangler(["secret", "put", name, "--config", str(config)], env, worker_dir, stdin=value)
+    found = _WORKER_URL.search(output)
+    if found is None:
+        raise WorkerDeployError("wrangler deploy succeeded but printed no workers.dev URL (a custom route only?)")
+    return found.group(0)
+
+
+def widget_tag(worker_url: str, site: str) -> str:
+    """The one line a site owner pastes into their pages."""
+    return f'<script src="{worker_url.rstrip("/")}/widget.js" data-site="{site}" async></script>'
