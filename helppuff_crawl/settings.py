@@ -137,6 +137,11 @@ HELPPUFF_CHUNK_ENABLED = True
 HELPPUFF_EMBED_ENABLED = True
 # Pages, passages and the work after the last page (pipelines/store.py).
 HELPPUFF_STORE_ENABLED = True
+# Page writes are sent together (kb/write_queue.py): at most this many pages per send, or what is
+# queued once no page came for HELPPUFF_STORE_LINGER seconds. REST calls per page are the
+# production bottleneck (Cloudflare allows 1,200 requests per 5 minutes).
+HELPPUFF_STORE_BATCH_PAGES = 20
+HELPPUFF_STORE_LINGER = 1.0
 
 # --- HelpPuff: how to crawl -----------------------------------------------------------------
 

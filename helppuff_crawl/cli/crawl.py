@@ -142,20 +142,23 @@ def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.kb import runs
-    from helppuff_crawl.kb.database import KnowledgeBase
+    from helppuff_crawl.kb.database import BackendConfig, KnowledgeBase
 
     overrides = parse_set_options(args.set)
     overrides.setdefault("LOG_LEVEL", "INFO" if args.verbose else "WARNING")
 
+    spider_args = spider_args_from(args)
+
     async def _database() -> None:
-        # Before anything is fetched: on Cloudflare, a database that was never deployed is one line
-        # (NotDeployed); on the local cloud it is found or created here.
         async with KnowledgeBase.from_settings(project_settings(overrides)) as kb:
             await kb.database_id()
 
-    asyncio.run(_database())
+    if BackendConfig.from_settings(project_settings(overrides)).remote:
+        # Before anything is fetched: a database never deployed is one line (NotDeployed). The local
+        # cloud finds or creates its own when the crawl opens it.
+        asyncio.run(_database())
     progress = _Progress()
-    stats = run_spider(spider_args_from(args), overrides, progress)
+    stats = run_spider(spider_args, overrides, progress)
     progress.done()
     run_id = stats.get("helppuff/run_id")
     if not run_id:

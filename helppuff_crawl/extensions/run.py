@@ -38,6 +38,7 @@ from helppuff_crawl.kb.database import KnowledgeBase, NotDeployed
 from helppuff_crawl.kb.pages import LEARNED
 
 if TYPE_CHECKING:
+    from helppuff_crawl.kb.writer import KnownSite
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
@@ -76,6 +77,7 @@ class CrawlRun:
         self.run_id = ""
         self.counts = {key: 0 for key in runs.RUN_COUNTS}
         self.home: Page | None = None
+        self.known: KnownSite | None = None  # what the site held at the start (the store reads it)
         self._heartbeat: asyncio.Task[None] | None = None
 
     @classmethod

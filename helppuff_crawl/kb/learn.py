@@ -11,7 +11,7 @@ steps, always the same:
 
 `learn()` runs the four for one page. A crawl runs the same steps across two pipelines, so that
 embedding calls are filled across pages: the embed pipeline does 1-3 (`prepare`, then its batcher)
-and hands the store pipeline a `Lesson`, which `write_lesson` writes (4).
+and hands the store pipeline a `Lesson`, which it writes (4) together with other pages' (kb/write_queue.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import Statement
-from helppuff_crawl.kb.writer import ChunkRow, KnowledgeWriter
+from helppuff_crawl.kb.writer import ChunkRow, KnownSite, KnowledgeWriter
 from helppuff_crawl.text.chunking import Chunk, ChunkMeta, ChunkSizes, chunk_page
 
 logger = logging.getLogger(__name__)
@@ -67,9 +67,10 @@ def rows_of(chunks: Sequence[Chunk], url: str, title: str, category: str) -> lis
     return [ChunkRow.from_chunk(chunk, seq, url, title, category) for seq, chunk in enumerate(chunks)]
 
 
-async def prepare(writer: KnowledgeWriter, site: str, url: str, rows: list[ChunkRow]) -> Lesson:
-    """Step 2: which rows need a new vector."""
-    reuse = await writer.reusable(site, rows)
+async def prepare(writer: KnowledgeWriter, site: str, url: str, rows: list[ChunkRow],
+                  known: KnownSite | None = None) -> Lesson:
+    """Step 2: which rows need a new vector (from `known`, the site as a crawl read it, when given)."""
+    reuse = known.reusable(rows) if known is not None else await writer.reusable(site, rows)
     return Lesson(site, url, rows, [row for row in rows if row.id not in reuse])
 
 

@@ -23,22 +23,40 @@ _PAGE_DEFAULTS: dict[str, Any] = {
     "http_status": None, "final_url": "", "redirects": [], "rendered": 0, "title": "", "description": "",
     "markdown": "", "content_hash": "", "fetched_at": None, "retry_count": 0, "next_retry_at": None, "run_id": "",
 }
+KNOWN_COLUMNS = tuple(c for c in PAGE_COLUMNS if c != "markdown")  # what a crawl reads of a page's last row
+
+
+class _Keep:
+    """A row value meaning: keep what the stored row has (the default for a new row)."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = _Keep()
 
 
 def page_row_statement(row: Mapping[str, Any]) -> Statement:
-    """The statement that inserts or replaces one page row (all columns)."""
+    """The statement that inserts or replaces one page row (all columns); a column given as KEEP
+    keeps the stored row's value (a new row takes the column's default)."""
     values = {**_PAGE_DEFAULTS, **row}
     values["updated_at"] = iso(utc_now())
     values["redirects"] = json.dumps(list(values.get("redirects") or []))
+    kept = {c for c in PAGE_COLUMNS if values.get(c) is KEEP}
     placeholders = ", ".join("?" for _ in PAGE_COLUMNS)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in PAGE_COLUMNS if c not in ("site", "url"))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in PAGE_COLUMNS if c not in ("site", "url") and c not in kept)
     sql = (f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}) VALUES ({placeholders}) "
            f"ON CONFLICT (site, url) DO UPDATE SET {updates}")
-    return sql, [values.get(c) for c in PAGE_COLUMNS]
+    return sql, [_PAGE_DEFAULTS[c] if c in kept else values.get(c) for c in PAGE_COLUMNS]
 
 
 async def get_page(kb: KnowledgeBase, site: str, url: str) -> dict[str, Any] | None:
     return await kb.first("SELECT * FROM pages WHERE site = ? AND url = ?", [site, url])
+
+
+def known_pages_statement(site: str) -> Statement:
+    """Every page row of the site without its Markdown (what a crawl needs of the last one)."""
+    return f"SELECT {', '.join(KNOWN_COLUMNS)} FROM pages WHERE site = ?", [site]
 
 
 async def list_pages(kb: KnowledgeBase, site: str) -> list[dict[str, Any]]:
@@ -80,7 +98,8 @@ def crawled_page_row(page: Page, previous: Mapping[str, Any] | None, status: str
 
     A failed page (or one blocked by HTTP 429) counts its tries and gets a next retry time from
     `retry_delays` (seconds: +15 min, then +2 h) while tries are left. The Markdown and content hash
-    are kept from the last good crawl when the page is not learned this time.
+    are kept from the last good crawl when the page is not learned this time (KEEP: the stored row's,
+    so `previous` need not carry the Markdown).
     """
     retry_count = 0
     next_retry = None
@@ -96,7 +115,7 @@ def crawled_page_row(page: Page, previous: Mapping[str, Any] | None, status: str
         "reason": "" if learned else page.reason, "http_status": page.http_status,
         "final_url": page.final_url, "redirects": page.redirects, "rendered": 1 if page.rendered else 0,
         "title": page.title or before.get("title", ""), "description": page.description,
-        "markdown": page.markdown if learned else before.get("markdown", ""),
+        "markdown": page.markdown if learned else KEEP,
         "content_hash": page.content_hash if learned else before.get("content_hash", ""),
         "fetched_at": page.fetched_at or None, "retry_count": retry_count, "next_retry_at": next_retry,
         "run_id": run_id,

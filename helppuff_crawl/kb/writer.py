@@ -10,6 +10,11 @@ The `vectors` table in D1 is the manifest of what Vectorize holds. For one page:
    the written ids `live`, marks the ids that went away `deleting`, and saves the page row;
 4. the `deleting` ids are deleted from Vectorize, then from the manifest.
 
+`write_pages` does the same for many pages at once (one intent batch, one upload, one D1 transaction,
+one delete), which is how a crawl writes: the calls per page are the production bottleneck (the API
+allows 1,200 requests per 5 minutes). A crawl reads what the site holds once, at its start
+(`KnownSite`), and keeps it current with its own writes, so that no page costs a read.
+
 `reconcile(site)` at the start of a crawl finishes what a killed crawl left: `deleting` ids are
 deleted; `writing` ids are deleted too (their chunk row may hold older text), and their pages are
 marked to be redone (content hash cleared); chunks with no live vector of the site's model have
@@ -101,6 +106,56 @@ class ChunkRow:
         return {"category": self.category, "page": self.url, "url": link}
 
 
+@dataclass
+class KnownSite:
+    """What the knowledge base holds of one site, read once (`load`) and kept current by the writes
+    made through `KnowledgeWriter.write_pages(..., known=)`: page rows (without Markdown), each page's
+    chunk ids and content hashes, and the live vectors of the current model."""
+
+    site: str
+    model: str
+    pages: dict[str, dict[str, Any]]
+    chunks: dict[str, dict[str, str]]  # url -> {chunk id: content hash}
+    live: dict[str, str]  # vector id -> content hash it was embedded from
+
+    @classmethod
+    async def load(cls, kb: KnowledgeBase, site: str, model: str) -> KnownSite:
+        from helppuff_crawl.kb.pages import known_pages_statement
+
+        pages, chunks, live = await kb.batch([
+            known_pages_statement(site),
+            ("SELECT id, url, content_hash FROM chunks WHERE site = ?", [site]),
+            ("SELECT id, content_hash FROM vectors WHERE site = ? AND state = 'live' AND model = ?", [site, model]),
+        ])
+        by_url: dict[str, dict[str, str]] = {}
+        for row in chunks:
+            by_url.setdefault(row["url"], {})[row["id"]] = row["content_hash"]
+        return cls(site, model, {row["url"]: row for row in pages}, by_url,
+                   {row["id"]: row["content_hash"] for row in live})
+
+    def reusable(self, rows: Sequence[ChunkRow]) -> set[str]:
+        """As KnowledgeWriter.reusable, from what was read."""
+        return {row.id for row in rows if self.live.get(row.id) == row.content_hash}
+
+    def wrote(self, write: PageWrite, removed: Iterable[str]) -> None:
+        if write.rows is not None:
+            self.chunks[write.url] = {row.id: row.content_hash for row in write.rows}
+            self.live.update({row.id: row.content_hash for row in write.rows if row.id in write.vectors})
+        for vector_id in removed:
+            self.live.pop(vector_id, None)
+
+
+@dataclass(frozen=True)
+class PageWrite:
+    """One page's part of a write: its chunks (None: leave them as they are) with new vectors for
+    those that need one, and its row."""
+
+    url: str
+    rows: Sequence[ChunkRow] | None
+    vectors: Mapping[str, Sequence[float]]
+    page_row: Statement | None
+
+
 def _parts(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -109,6 +164,32 @@ def _parts(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
 def _in_lists(ids: Sequence[Any], fixed: int) -> Iterable[Sequence[Any]]:
     """`ids` in parts that fit a D1 statement's `IN (...)` beside `fixed` other bound parameters."""
     return _parts(ids, D1_MAX_PARAMS - fixed)
+
+
+_ROWS_BYTES = 60_000  # text bound in one multi-row statement: chunk rows stay far from D1's 2 MB row cap
+
+
+def _rows_statements(sql: str, row: str, values: Sequence[Sequence[Any]],
+                     max_bytes: int | None = None) -> list[Statement]:
+    """Multi-row statements (`sql` with `{rows}` for `row, row, ...`) for `values`, each within D1's
+    100 bound parameters, and `max_bytes` of text values when given."""
+    if not values:
+        return []
+    per_row = len(values[0])
+    statements: list[Statement] = []
+    group: list[Sequence[Any]] = []
+    size = 0
+    for item in values:
+        weight = sum(len(v) for v in item if isinstance(v, str))
+        full = (len(group) + 1) * per_row > D1_MAX_PARAMS or (max_bytes is not None and group
+                                                               and size + weight > max_bytes)
+        if full:
+            statements.append((sql.format(rows=", ".join(row for _ in group)), [v for g in group for v in g]))
+            group, size = [], 0
+        group.append(item)
+        size += weight
+    statements.append((sql.format(rows=", ".join(row for _ in group)), [v for g in group for v in g]))
+    return statements
 
 
 def _upsert_parts(vectors: Sequence[Any], dimensions: int) -> Iterable[Sequence[Any]]:
@@ -265,20 +346,36 @@ class KnowledgeWriter:
 
         `vectors` holds new vectors for the chunks that need one (the others are reusable).
         """
+        await self.write_pages(site, [PageWrite(url, chunks, vectors, page_row)])
+
+    async def write_pages(self, site: str, writes: Sequence[PageWrite], known: KnownSite | None = None) -> None:
+        """Write many pages in the order described above, each step once for all of them: the
+        intent, the upload, one D1 transaction (every page's chunks, vector states and row), the
+        deletes. `known`: the site as read at the crawl's start (no read of the old chunk ids),
+        updated here once the transaction is in."""
         now = iso(utc_now())
-        old = await self.kb.query("SELECT id FROM chunks WHERE site = ? AND url = ?", [site, url])
-        new_ids = {c.id for c in chunks}
-        removed = [row["id"] for row in old if row["id"] not in new_ids]
-        to_write = [c for c in chunks if c.id in vectors]
+        chunked = [w for w in writes if w.rows is not None]
+        old: dict[str, list[str]] = {w.url: [] for w in chunked}
+        if known is not None:
+            for w in chunked:
+                old[w.url] = list(known.chunks.get(w.url, {}))
+        else:
+            for part in _in_lists([w.url for w in chunked], 1):
+                marks = ", ".join("?" for _ in part)
+                for row in await self.kb.query(f"SELECT id, url FROM chunks WHERE site = ? AND url IN ({marks})",
+                                               [site, *part]):
+                    old[row["url"]].append(row["id"])
+        kept = {row.id for w in chunked for row in w.rows or ()}
+        removed = sorted({i for ids in old.values() for i in ids} - kept)
+        to_write = [row for w in chunked for row in w.rows or () if row.id in w.vectors]
+        vectors = {row_id: vector for w in chunked for row_id, vector in w.vectors.items()}
 
         if to_write:
-            await self.kb.batch([
-                ("INSERT INTO vectors (id, site, namespace, model, content_hash, state, updated_at) "
-                 "VALUES (?, ?, ?, ?, ?, 'writing', ?) ON CONFLICT (id) DO UPDATE SET state = 'writing', "
-                 "updated_at = excluded.updated_at",
-                 [c.id, site, site, self.model, c.content_hash, now])
-                for c in to_write
-            ])
+            await self.kb.batch(_rows_statements(
+                "INSERT INTO vectors (id, site, namespace, model, content_hash, state, updated_at) VALUES {rows} "
+                "ON CONFLICT (id) DO UPDATE SET state = 'writing', updated_at = excluded.updated_at",
+                "(?, ?, ?, ?, ?, 'writing', ?)",
+                [[c.id, site, site, self.model, c.content_hash, now] for c in to_write]))
             for part in _upsert_parts(to_write, self.dimensions):
                 await self.client.vectorize_upsert(self.index, [
                     {"id": c.id, "values": list(vectors[c.id]), "namespace": site, "metadata": c.metadata()}
@@ -286,16 +383,20 @@ class KnowledgeWriter:
                 ])
                 self.vector_writes += len(part)
 
-        statements: list[Statement] = [("DELETE FROM chunks WHERE site = ? AND url = ?", [site, url])]
-        for c in chunks:
-            statements.append((
-                "INSERT INTO chunks (id, site, url, ordinal, heading_path, headings, anchor, title, category, text, "
-                "prefix, is_faq, oversized, tokens, seq, content_hash, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [c.id, site, url, c.ordinal, json.dumps(list(c.heading_path), ensure_ascii=False),
-                 HEADING_SEPARATOR.join(c.heading_path[1:]), c.anchor, c.title, c.category, c.text, c.prefix,
-                 int(c.is_faq), int(c.oversized), c.tokens, c.seq, c.content_hash, now],
-            ))
+        statements: list[Statement] = []
+        for w in writes:
+            if w.rows is not None:
+                statements.append(("DELETE FROM chunks WHERE site = ? AND url = ?", [site, w.url]))
+                statements += _rows_statements(
+                    "INSERT INTO chunks (id, site, url, ordinal, heading_path, headings, anchor, title, category, "
+                    "text, prefix, is_faq, oversized, tokens, seq, content_hash, updated_at) VALUES {rows}",
+                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [[c.id, site, w.url, c.ordinal, json.dumps(list(c.heading_path), ensure_ascii=False),
+                      HEADING_SEPARATOR.join(c.heading_path[1:]), c.anchor, c.title, c.category, c.text, c.prefix,
+                      int(c.is_faq), int(c.oversized), c.tokens, c.seq, c.content_hash, now] for c in w.rows],
+                    max_bytes=_ROWS_BYTES)
+            if w.page_row is not None:
+                statements.append(w.page_row)
         for c in to_write:
             statements.append((
                 "UPDATE vectors SET state = 'live', model = ?, content_hash = ?, updated_at = ? WHERE id = ?",
@@ -305,9 +406,11 @@ class KnowledgeWriter:
             marks = ", ".join("?" for _ in part)
             statements.append((f"UPDATE vectors SET state = 'deleting', updated_at = ? WHERE id IN ({marks})",
                                [now, *part]))
-        if page_row is not None:
-            statements.append(page_row)
-        await self.kb.batch(statements)
+        if statements:
+            await self.kb.batch(statements)
+        if known is not None:
+            for w in writes:
+                known.wrote(w, removed)
 
         if removed:
             await self._delete_vectors(removed)

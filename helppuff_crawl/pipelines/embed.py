@@ -108,7 +108,8 @@ class EmbedPipeline:
         assert self.batcher is not None
         rows = rows_of(item.chunks, item.url, item.title, item.category)
         try:
-            lesson = await prepare(self.writer, item.site, item.url, rows)
+            run = self.crawler.get_extension(CrawlRun)
+            lesson = await prepare(self.writer, item.site, item.url, rows, run.known if run is not None else None)
         except Exception as exc:
             logger.error("Page %s: the reuse check failed", item.url, exc_info=True,
                          extra={"spider": self.crawler.spider})

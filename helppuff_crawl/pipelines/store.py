@@ -3,7 +3,14 @@
 On open: the vector index and the site's embedding model and chunk sizes are checked (mixing models
 in one index is refused: the crawl then closes at once with the reason); a change of either makes
 every page of the site be learned again; what a killed crawl left half-written is mended
-(writer.reconcile).
+(writer.reconcile); then what the site holds is read once (writer.KnownSite: page rows, chunk ids,
+live vectors), so that no page costs a read, and the embed pipeline checks reuse against it too.
+
+Pages are written together (kb/write_queue.py: HELPPUFF_STORE_BATCH_PAGES pages per send, or what is
+queued after HELPPUFF_STORE_LINGER quiet seconds): a send is one D1 transaction for every page's
+chunks and row, one Vectorize upload and one delete. Each page still waits for its own write and
+is recorded with the status that was written; a shared send that fails is retried page by page, so
+one bad page fails alone.
 
 Per page, after the embed pipeline:
 
@@ -12,7 +19,7 @@ Per page, after the embed pipeline:
 - a fetched page whose content hash matches its last crawl's, every passage keeping its live vector,
   is "unchanged": its row only, no write of chunks or vectors;
 - any other fetched page with its lesson (Page.lesson) is written: chunks, new vectors, then its row
-  (kb/learn.write_lesson, in the writer's crash-safe order), and only then is it "ok". A failed
+  (kb/writer.write_pages, in the writer's crash-safe order), and only then is it "ok". A failed
   write or embedding makes it "failed", "not stored: <why>", its content hash cleared so the next
   crawl redoes it;
 - a fetched page with no lesson (HELPPUFF_CHUNK_ENABLED or HELPPUFF_EMBED_ENABLED off) is recorded
@@ -27,9 +34,10 @@ A failure there is the stat helppuff/store/finish_error, and the run fails with 
 
 Enable: ITEM_PIPELINES {"helppuff_crawl.pipelines.store.StorePipeline": 900}, with the CrawlRun
 extension (the site, its start URL, the run id). Settings: HELPPUFF_STORE_ENABLED, HELPPUFF_RETRY_DELAYS,
-HELPPUFF_VECTORIZE_INDEX, HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS.
+HELPPUFF_VECTORIZE_INDEX, HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS,
+HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER.
 Stats: helppuff/store/{pages,unchanged,not_learned,removed_pages,reembedded_from_markdown,
-facts_passage_chunks,own_answer_chunks,file_chunks,finish_error}, helppuff/store/status/<status>,
+facts_passage_chunks,own_answer_chunks,file_chunks,finish_error,sends}, helppuff/store/status/<status>,
 helppuff/store/mended/<what>, helppuff/vectors/{written,deleted}.
 """
 
@@ -51,8 +59,9 @@ from helppuff_crawl.kb import pages
 from helppuff_crawl.kb.after_crawl import after_crawl
 from helppuff_crawl.kb.database import BackendConfig
 from helppuff_crawl.kb.facts import CrawlFacts
-from helppuff_crawl.kb.learn import Lesson, write_lesson
-from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter, ModelMismatch
+from helppuff_crawl.kb.learn import Lesson
+from helppuff_crawl.kb.write_queue import PageWriteQueue
+from helppuff_crawl.kb.writer import IndexConfig, KnownSite, KnowledgeWriter, ModelMismatch, PageWrite
 from helppuff_crawl.pipelines.embed import EmbedPipeline
 
 if TYPE_CHECKING:
@@ -68,6 +77,8 @@ _LEAVE = ("unticked", "gone")  # pages whose passages leave the knowledge base a
 class StoreConfig:
     retry_delays: tuple[int, ...]
     index: IndexConfig
+    batch_pages: int
+    linger: float
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -78,7 +89,13 @@ class StoreConfig:
         if any(d <= 0 for d in delays):
             raise ValueError(f"HELPPUFF_RETRY_DELAYS must be positive seconds, got {list(delays)}")
         index = IndexConfig.from_settings(settings, BackendConfig.from_settings(settings).remote)
-        return cls(delays, index)
+        batch_pages = settings.getint("HELPPUFF_STORE_BATCH_PAGES")
+        if batch_pages < 1:
+            raise ValueError(f"HELPPUFF_STORE_BATCH_PAGES must be >= 1, got {batch_pages}")
+        linger = settings.getfloat("HELPPUFF_STORE_LINGER")
+        if linger <= 0:
+            raise ValueError(f"HELPPUFF_STORE_LINGER must be > 0 seconds, got {linger}")
+        return cls(delays, index, batch_pages, linger)
 
 
 class StorePipeline:
@@ -96,6 +113,8 @@ class StorePipeline:
         self._embedding = embedding
         self.embedding: EmbedPipeline | None = None
         self.facts = CrawlFacts()
+        self.known: KnownSite | None = None
+        self.queue: PageWriteQueue | None = None
         self._leaving: list[str] = []
         self._relearn = False  # the site's model or chunk sizes changed: every page is learned again
 
@@ -115,6 +134,7 @@ class StorePipeline:
                 self._relearn = True
                 await pages.redo_all_pages(self.kb, site)
             mended = await self.writer.reconcile(site)
+            self.known = self.run.known = await KnownSite.load(self.kb, site, self.writer.model)
         except (ModelMismatch, CloudflareError) as exc:
             logger.error("The knowledge base of %s cannot take this crawl: %s", site, exc,
                          extra={"spider": self.crawler.spider})
@@ -122,15 +142,20 @@ class StorePipeline:
         for key, value in mended.items():
             if value:
                 self.stats.set_value(f"helppuff/store/mended/{key}", value)
+        self.queue = PageWriteQueue(self.writer, site, self.known, self.config.batch_pages, self.config.linger,
+                                    on_send=lambda pages: self.stats.inc_value("helppuff/store/sends"))
 
     # --- per page -----------------------------------------------------------------------
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):
             return item
-        previous = await pages.get_page(self.kb, item.site, item.url)
+        if self.known is not None:
+            previous = self.known.pages.get(item.url)
+        else:
+            previous = await pages.get_page(self.kb, item.site, item.url)
         if item.status != "fetched":
-            await pages.save_page(self.kb, self._row(item, previous, item.status))
+            await self._save_row(self._row(item, previous, item.status))
             if item.status in _LEAVE and previous and previous.get("content_hash"):
                 self._leaving.append(item.url)
             return self._recorded(item, item.status)
@@ -139,28 +164,42 @@ class StorePipeline:
         if lesson is None:
             row = self._row(item, previous, "ok")
             row["content_hash"] = ""  # learned properly by the next crawl that makes passages
-            await pages.save_page(self.kb, row)
+            await self._save_row(row)
             self.stats.inc_value("helppuff/store/not_learned")
             return self._recorded(item, "ok")
         if not lesson.error and _unchanged(item, previous, lesson):
-            await pages.save_page(self.kb, self._row(item, previous, "unchanged"))
+            await self._save_row(self._row(item, previous, "unchanged"))
             self.stats.inc_value("helppuff/store/unchanged")
             return self._recorded(item, "unchanged")
         try:
             if lesson.error:
                 raise _NotEmbedded(lesson.error)
-            await write_lesson(self.writer, lesson, pages.page_row_statement(self._row(item, previous, "ok")))
+            missing = [row.id for row in lesson.todo if row.id not in lesson.vectors]
+            if missing:
+                raise _NotEmbedded(f"{len(missing)} passages have no vector")
+            await self._write(PageWrite(item.url, lesson.rows, lesson.vectors,
+                                        pages.page_row_statement(self._row(item, previous, "ok"))))
         except Exception as exc:
             why = str(exc) if isinstance(exc, _NotEmbedded) else f"{type(exc).__name__}: {exc}"
             item.reason = f"not stored: {why}".splitlines()[0][:300]
-            logger.error("Page %s %s", item.url, item.reason, exc_info=not isinstance(exc, _NotEmbedded),
+            logger.error("Page %s %s", item.url, item.reason, exc_info=not isinstance(exc, (_NotEmbedded,
+                                                                                             CloudflareError)),
                          extra={"spider": self.crawler.spider})
             row = self._row(item, previous, "failed")
             row["content_hash"] = ""  # redo it next time
             with contextlib.suppress(Exception):
-                await pages.save_page(self.kb, row)
+                await self._save_row(row)
             return self._recorded(item, "failed")
         return self._recorded(item, "ok")
+
+    async def _write(self, write: PageWrite) -> None:
+        if self.queue is None:  # not opened (a test driving process_item alone): one page, at once
+            await self.writer.write_pages(self.run.config.site, [write])
+        else:
+            await self.queue.write(write)
+
+    async def _save_row(self, row: dict[str, Any]) -> None:
+        await self._write(PageWrite(row["url"], None, {}, pages.page_row_statement(row)))
 
     def _row(self, item: Page, previous: dict[str, Any] | None, status: str) -> dict[str, Any]:
         return pages.crawled_page_row(item, previous, status, self.run.run_id, self.config.retry_delays, utc_now())
@@ -176,6 +215,8 @@ class StorePipeline:
 
     async def close_spider(self) -> None:
         embed = self.embedding.embed if self.embedding is not None else None
+        if self.queue is not None:
+            await self.queue.flush()
         try:
             done = await after_crawl(self.kb, self.writer, embed,
                                      self.run.config.site, self.run.config.start_url, self.facts, self._leaving,
