@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, NotConfigured
 
+from helppuff_crawl.cloudflare.client import CloudflareError
 from helppuff_crawl.cloudflare.pricing import neurons
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb import runs, usage
@@ -95,7 +96,9 @@ class CrawlRun:
             self.run_id = await runs.start_run(self.kb, self.config.site, self.config.start_url)
         except Exception as exc:
             # No run row, no crawl: pages must not be recorded outside a run.
-            logger.error("The run of %s could not start", self.config.site, exc_info=True, extra={"spider": spider})
+            # A Cloudflare error is one line with Cloudflare's code and message; anything else keeps its traceback.
+            logger.error("The run of %s could not start: %s", self.config.site, exc,
+                         exc_info=not isinstance(exc, CloudflareError), extra={"spider": spider})
             raise CloseSpider(f"the run could not start: {type(exc).__name__}: {exc}".splitlines()[0][:300]) from exc
         self.stats.set_value("helppuff/run_id", self.run_id)
         self._heartbeat = asyncio.ensure_future(self._beat())
