@@ -102,6 +102,12 @@ HELPPUFF_CLOUDFLARE_API_TOKEN = os.environ.get("CLOUDFLARE_API_TOKEN", "")
 HELPPUFF_CLOUDFLARE_ACCOUNT_ID = os.environ.get("CLOUDFLARE_ACCOUNT_ID", "")
 # Base URL of the Cloudflare API (a local cloud served by `helppuff serve` works too).
 HELPPUFF_CLOUDFLARE_API_BASE = os.environ.get("HELPPUFF_CLOUDFLARE_API_BASE", "https://api.cloudflare.com/client/v4")
+# The client's pace, REQUESTS/SECONDS: Cloudflare's global API limit is 1,200 requests per 5 minutes
+# per user (a 429 past it blocks every call for the window). Paced the same on the local cloud; "" = unpaced.
+HELPPUFF_CLOUDFLARE_RATE_LIMIT = os.environ.get("HELPPUFF_CLOUDFLARE_RATE_LIMIT", "1200/300")
+# The local cloud's API rate limit, REQUESTS/SECONDS (e.g. "60/20"), answered with 429 as Cloudflare
+# answers its own; "" = none.
+HELPPUFF_LOCAL_RATE_LIMIT = os.environ.get("HELPPUFF_LOCAL_RATE_LIMIT", "")
 # D1 database id (on Cloudflare: the database UUID; locally: the SQLite file's name).
 HELPPUFF_D1_DATABASE = os.environ.get("HELPPUFF_D1_DATABASE", "helppuff")
 # `helppuff serve`: base URL of an OpenAI-compatible chat server (e.g. http://127.0.0.1:11434/v1) for

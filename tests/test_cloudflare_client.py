@@ -34,17 +34,23 @@ def fake() -> Iterator[FakeCloudflare]:
 
 
 class _Sleeps:
-    """Records the client's waits instead of waiting."""
+    """Records the client's waits instead of waiting, on a clock of its own that they move on."""
 
     def __init__(self) -> None:
         self.delays: list[float] = []
+        self.now = 1000.0
+
+    def clock(self) -> float:
+        return self.now
 
     async def __call__(self, delay: float) -> None:
         self.delays.append(delay)
+        self.now += delay
 
 
 def _client(fake: FakeCloudflare, sleeps: _Sleeps | None = None, **kwargs: Any) -> CloudflareClient:
-    return CloudflareClient(HttpTransport(TOKEN, fake.url), ACC, sleep=sleeps or _Sleeps(), **kwargs)
+    sleeps = sleeps or _Sleeps()
+    return CloudflareClient(HttpTransport(TOKEN, fake.url), ACC, sleep=sleeps, clock=sleeps.clock, **kwargs)
 
 
 def _only(fake: FakeCloudflare) -> Any:
@@ -318,9 +324,9 @@ _ERRORS = [
     ("429 exhausted", "POST", "/accounts/acc/ai/run/@cf/baai/bge-m3",
      Canned(429, errors=[(3040, "No more data centers to forward the request to")]), "embed",
      ("Workers AI model @cf/baai/bge-m3: HTTP 429: 3040: No more data centers to forward the request to "
-      "(after 3 attempts)"), 3),
+      "(after 11 attempts)"), 11),  # ten 429s waited out (max_rate_limited), the eleventh is final
     ("5xx exhausted", "POST", "/accounts/acc/d1/database/kb/query", Canned(503, raw=b"<html>busy</html>"), "d1",
-     "D1 database kb: HTTP 503: 503: <html>busy</html> (after 3 attempts)", 3),
+     "D1 database kb: HTTP 503: 503: <html>busy</html> (after 8 attempts)", 8),  # max_attempts
 ]
 
 _CALLS = {
@@ -370,8 +376,27 @@ async def _retries(fake: FakeCloudflare) -> None:
     assert {r.body for r in fake.requests} == {fake.requests[0].body}  # the same request each time
     first, second, third = sleeps.delays
     assert first == 7.0  # Retry-After honoured
-    assert 0.5 <= second <= 1.0  # backoff * 2 ** (2 - 1) = 1.0, with equal jitter: [0.5, 1.0]
-    assert third == 30.0  # Retry-After capped at max_delay
+    assert 0.25 <= second <= 0.5  # the first failure: backoff 0.5, with equal jitter: [0.25, 0.5]
+    assert third == 300.0  # a 429's Retry-After is waited out up to the whole window (5 minutes)
+    counts = client.counts.stats()
+    assert counts["helppuff/cloudflare/calls/vectorize"] == 4 and counts["helppuff/cloudflare/retries"] == 3
+    assert counts["helppuff/cloudflare/rate_limited"] == 2
+    assert counts["helppuff/cloudflare/retry_wait_seconds"] == round(sum(sleeps.delays), 3)
+    await client.aclose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_5xx_retry_after_is_capped_at_max_delay(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_capped_5xx(fake))
+
+
+async def _capped_5xx(fake: FakeCloudflare) -> None:
+    fake.on("POST", "/accounts/acc/d1/database/kb/query",
+            Canned(503, errors=[(7500, "busy")], headers={"Retry-After": "3600"}), Canned(result=[{"results": []}]))
+    sleeps = _Sleeps()
+    client = _client(fake, sleeps, max_delay=30.0)
+    assert await client.d1_query("kb", "SELECT 1") == []
+    assert sleeps.delays == [30.0]
     await client.aclose()
 
 
@@ -399,13 +424,17 @@ async def _refused() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     sleeps = _Sleeps()
-    client = CloudflareClient(HttpTransport(TOKEN, f"http://127.0.0.1:{port}/client/v4"), ACC, sleep=sleeps)
+    client = CloudflareClient(HttpTransport(TOKEN, f"http://127.0.0.1:{port}/client/v4"), ACC, sleep=sleeps,
+                              clock=sleeps.clock)
     with pytest.raises(CloudflareError) as caught:
         await client.d1_query("kb", "SELECT 1")
     assert str(caught.value).startswith("D1 database kb: no answer: None: ConnectError")
-    assert str(caught.value).endswith("(after 3 attempts)")
-    assert caught.value.status == 0 and len(sleeps.delays) == 2
-    assert 0.25 <= sleeps.delays[0] <= 0.5 and 0.5 <= sleeps.delays[1] <= 1.0
+    assert str(caught.value).endswith("(after 8 attempts)")
+    assert caught.value.status == 0 and len(sleeps.delays) == 7
+    # Doubling from 0.5 s, capped at 30 s, each with equal jitter: [base / 2, base].
+    for delay, base in zip(sleeps.delays, (0.5, 1, 2, 4, 8, 16, 30), strict=True):
+        assert base / 2 <= delay <= base, (delay, base)
+    assert client.counts.gave_up == 1 and client.counts.calls["d1"] == 8
     await client.aclose()
 
 

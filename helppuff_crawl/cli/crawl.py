@@ -162,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     progress.done()
     run_id = stats.get("helppuff/run_id")
     if not run_id:
-        print("helppuff crawl: the crawl did not start a run (see the log above)", file=sys.stderr)
+        why = stats.get("finish_reason") or "see the log above"
+        print(f"helppuff crawl: the crawl did not start a run: {why}", file=sys.stderr)
         return 1
 
     async def _read() -> dict[str, Any] | None:

@@ -20,10 +20,17 @@ Limits are checked before sending (ValueError): D1 statements at most 100 bound 
 or all metadata), at most 32 texts per embedding call. Callers size their batches from these
 constants rather than from numbers of their own.
 
+Pace and retries (helppuff_crawl.cloudflare.pacing): calls are paced under the account's rate limit
+(Cloudflare's global 1,200 requests per 5 minutes by default). A 429 is waited out for as long as its
+Retry-After says, up to the whole window (300 s), and no other call of the client starts meanwhile
+(a 429 without Retry-After, such as Workers AI out of capacity, is retried with backoff); up to
+`max_rate_limited` of them per call. 5xx answers and transport failures (connection refused or
+reset, timeouts) are retried with exponential backoff and equal jitter (a 5xx's Retry-After honoured,
+capped at `max_delay`), up to `max_attempts` tries; other 4xx answers are final. `counts` says what
+was sent, per service, with the retries and the waits.
+
 Errors: one `CloudflareError` whose message names the resource and Cloudflare's reason, e.g.
-"Vectorize index helppuff-acme: HTTP 404: 3000: vectorize.index.not_found ...". HTTP 429, 5xx and
-transport failures (connection refused, timeouts) are retried with exponential backoff and
-jitter, honouring Retry-After (capped), up to `max_attempts`; other 4xx answers are final.
+"Vectorize index helppuff-acme: HTTP 404: 3000: vectorize.index.not_found ...".
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 import httpx
+
+from helppuff_crawl.cloudflare.pacing import CLOUDFLARE_RATE, RATE_LIMIT_WINDOW, CallCounts, Pacer, Rate
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +68,11 @@ RETURN_METADATA = ("none", "indexed", "all")
 METRICS = ("cosine", "euclidean", "dot-product")
 METADATA_INDEX_TYPES = ("string", "number", "boolean")
 
+# No answer came: what a retry can mend (httpx's connect/read/write errors and timeouts, a reset or
+# a dropped connection; the same from a transport that is not httpx).
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError, TimeoutError)
+
+_SERVICE = re.compile(r"^/accounts/[^/]+/(?P<service>[a-z0-9_-]+)/")
 _SEGMENT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _MODEL = re.compile(r"^@?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 
@@ -203,60 +217,112 @@ class CloudflareClient:
         transport: Transport,
         account_id: str,
         *,
-        max_attempts: int = 3,
+        max_attempts: int = 8,
         backoff: float = 0.5,
         max_delay: float = 30.0,
+        rate_limit: Rate | str | None = CLOUDFLARE_RATE,
+        max_retry_after: float = RATE_LIMIT_WINDOW,
+        max_rate_limited: int = 10,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """`max_attempts` tries for 5xx answers and transport failures, backoff doubling from `backoff`
+        seconds up to `max_delay`; `rate_limit` the pace (a Rate or "requests/seconds"; None: unpaced);
+        429s waited out up to `max_rate_limited` times per call, each at most `max_retry_after` seconds.
+        `sleep` and `clock` (monotonic seconds) are the pacer's and the retries' (a test's own)."""
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        if backoff < 0 or max_delay < 0:
-            raise ValueError("backoff and max_delay must be >= 0")
+        if backoff < 0 or max_delay < 0 or max_retry_after < 0 or max_rate_limited < 0:
+            raise ValueError("backoff, max_delay, max_retry_after and max_rate_limited must be >= 0")
         self.transport = transport
         self.account_id = account_id
         self.max_attempts = max_attempts
         self.backoff = backoff
         self.max_delay = max_delay
+        self.max_retry_after = max_retry_after
+        self.max_rate_limited = max_rate_limited
         self._sleep = sleep or asyncio.sleep
+        rate = Rate.parse(rate_limit, "rate_limit")
+        self.pacer = Pacer(rate, clock, self._sleep) if rate is not None else None
+        self.counts = CallCounts()
 
     # --- sending ------------------------------------------------------------------------
 
-    def _delay(self, attempt: int, reply: Response | None) -> float:
-        """Seconds to wait before attempt `attempt + 1`: Retry-After when given, else backoff."""
-        if reply is not None and (after := _retry_after(reply.headers)) is not None:
-            return min(after, self.max_delay)
-        base = self.backoff * (2 ** (attempt - 1))
-        return min(self.max_delay, base / 2 + random.uniform(0, base / 2))  # equal jitter
+    def _backoff(self, failures: int) -> float:
+        """Seconds before the next try after `failures` failures: doubling, capped, equal jitter."""
+        base = min(self.max_delay, self.backoff * (2 ** (failures - 1)))
+        return base / 2 + random.uniform(0, base / 2)
+
+    async def _wait(self, delay: float) -> None:
+        self.counts.retry_wait += delay
+        await self._sleep(delay)
 
     async def _send(
         self, resource: str, method: str, path: str, content: bytes = b"", content_type: str | None = None
     ) -> tuple[Response, int]:
-        """Send with retries; returns the last answer (any status) and the attempts it took.
+        """Send with pacing and retries; returns the last answer (any status) and the requests it took.
 
         Raises CloudflareError only when no answer came at all.
         """
         headers = {"Content-Type": content_type} if content_type else None
-        reply: Response | None = None
-        for attempt in range(1, self.max_attempts + 1):
+        service = match["service"] if (match := _SERVICE.match(path)) else "other"
+        failures = limited = 0
+        while True:
+            if self.pacer is not None:
+                waited = await self.pacer.acquire()
+                if waited > 0:
+                    self.counts.paced += 1
+                    self.counts.pace_wait += waited
+            sent = failures + limited + 1
+            self.counts.calls[service] = self.counts.calls.get(service, 0) + 1
+            if sent > 1:
+                self.counts.retries += 1
+            reply: Response | None = None
+            delay = 0.0
             try:
                 reply = await self.transport.request(method, path, content=content, headers=headers)
-            except httpx.TransportError as exc:
-                if attempt == self.max_attempts:
+            except TRANSPORT_ERRORS as exc:
+                failures += 1
+                if failures >= self.max_attempts:
+                    self.counts.gave_up += 1
                     raise CloudflareError(
-                        resource, 0, [{"code": None, "message": f"{type(exc).__name__}: {exc}"}], attempt
+                        resource, 0, [{"code": None, "message": f"{type(exc).__name__}: {exc}"}], sent
                     ) from exc
-                delay = self._delay(attempt, None)
-                logger.warning("%s: %s (attempt %d of %d), retrying in %.2fs", resource,
-                               type(exc).__name__, attempt, self.max_attempts, delay)
-                await self._sleep(delay)
+                delay = self._backoff(failures)
+                logger.warning("%s: %s (try %d of %d), retrying in %.2fs", resource, type(exc).__name__,
+                               failures, self.max_attempts, delay)
+            finally:
+                if self.pacer is not None:
+                    self.pacer.release()
+            if reply is None:
+                await self._wait(delay)
                 continue
-            if not (reply.status == 429 or reply.status >= 500) or attempt == self.max_attempts:
-                return reply, attempt
-            delay = self._delay(attempt, reply)
-            logger.warning("%s: HTTP %d (attempt %d of %d), retrying in %.2fs", resource, reply.status,
-                           attempt, self.max_attempts, delay)
-            await self._sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+            if reply.status == 429:
+                limited += 1
+                if limited > self.max_rate_limited:
+                    self.counts.gave_up += 1
+                    return reply, sent
+                after = _retry_after(reply.headers)
+                delay = min(after, self.max_retry_after) if after is not None else self._backoff(limited)
+                self.counts.rate_limited += 1
+                if self.pacer is not None and after is not None:  # the account is blocked: every call waits
+                    self.pacer.hold(delay)
+                logger.warning("%s: HTTP 429, rate limited (%d of %d), waiting %.2fs", resource, limited,
+                               self.max_rate_limited, delay)
+                await self._wait(delay)
+                continue
+            if reply.status >= 500:
+                failures += 1
+                if failures >= self.max_attempts:
+                    self.counts.gave_up += 1
+                    return reply, sent
+                after = _retry_after(reply.headers)
+                delay = min(after, self.max_delay) if after is not None else self._backoff(failures)
+                logger.warning("%s: HTTP %d (try %d of %d), retrying in %.2fs", resource, reply.status,
+                               failures, self.max_attempts, delay)
+                await self._wait(delay)
+                continue
+            return reply, sent
 
     @staticmethod
     def _check(resource: str, reply: Response, attempts: int = 1) -> Any:

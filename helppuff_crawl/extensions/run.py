@@ -8,7 +8,8 @@ the core stats), and the knowledge base the crawl's components record into.
     spider_closed  the crawl's embedding use is priced and added to the day's usage; the run becomes
                    "done", or "failed" with the reason: the crawl stopped early, finishing failed
                    (the store's stat helppuff/store/finish_error), the home page could not be learned
-                   and nothing was, or nothing was found; then the knowledge base is closed
+                   and nothing was, or nothing was found; the knowledge-base client's calls go into the
+                   stats (so into the run row too); then the knowledge base is closed
 
 The knowledge base is opened when the crawler builds its extensions, before the item pipelines, which
 take it from here (`crawler.get_extension(CrawlRun).kb`): one connection for the whole crawl.
@@ -16,7 +17,10 @@ take it from here (`crawler.get_extension(CrawlRun).kb`): one connection for the
 Enable: EXTENSIONS {"helppuff_crawl.extensions.run.CrawlRun": 0}. Settings: HELPPUFF_RUN_ENABLED,
 HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, and those of the
 knowledge base (HELPPUFF_DATA_DIR, HELPPUFF_D1_DATABASE, the Cloudflare credentials).
-Stats: helppuff/run_id.
+Stats: helppuff/run_id; the Cloudflare API calls of the crawl (helppuff_crawl/cloudflare/pacing.py CallCounts):
+helppuff/cloudflare/calls/{d1,vectorize,ai} (requests sent, retries included), helppuff/cloudflare/calls (all),
+retries, rate_limited (429s waited out), retry_wait_seconds, paced (calls the client's pacer held back),
+pace_wait_seconds, gave_up (calls that failed after their retries), under helppuff/cloudflare/.
 """
 
 from __future__ import annotations
@@ -146,6 +150,14 @@ class CrawlRun:
         await usage.add_usage(self.kb, f"{self.run_id}:embed", self.config.site, "embed", model, calls, tokens, 0,
                               neurons(model, tokens))
 
+    def record_calls(self) -> None:
+        """The client's Cloudflare API calls so far, into the stats."""
+        counts = getattr(self.kb.client, "counts", None)
+        if counts is None:
+            return
+        for key, value in counts.stats().items():
+            self.stats.set_value(key, value)
+
     async def spider_closed(self, spider: Any, reason: str) -> None:
         try:
             if not self.run_id:
@@ -160,9 +172,11 @@ class CrawlRun:
             except Exception as exc:
                 logger.error("Recording the crawl's embedding use failed", exc_info=True, extra={"spider": spider})
                 status, why = "failed", f"finishing failed: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self.record_calls()
             stats = {k: v for k, v in self.stats.get_stats().items()
                      if k.startswith(("helppuff/", "downloader/response_status"))}
             await runs.finish_run(self.kb, self.run_id, status, why, self.counts, stats)
             logger.info("Crawl run %s %s: %s (%s)", self.run_id, status, why, self.counts, extra={"spider": spider})
         finally:
+            self.record_calls()  # again: the run row's own write counts too
             await self.kb.close()

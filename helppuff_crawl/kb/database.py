@@ -18,11 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from helppuff_crawl.cloudflare.client import (
-    CloudflareClient,
-    CloudflareError,
-    HttpTransport,
-)
+from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError, HttpTransport
+from helppuff_crawl.cloudflare.pacing import Rate
 from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
 
 logger = logging.getLogger(__name__)
@@ -39,6 +36,8 @@ class BackendConfig:
     api_token: str
     account_id: str
     api_base: str
+    rate_limit: Rate | None = None  # the client's pace (HELPPUFF_CLOUDFLARE_RATE_LIMIT)
+    local_rate_limit: Rate | None = None  # the local cloud's limit (HELPPUFF_LOCAL_RATE_LIMIT)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> BackendConfig:
@@ -58,8 +57,10 @@ class BackendConfig:
         api_base = str(settings.get("HELPPUFF_CLOUDFLARE_API_BASE") or "")
         if token and not api_base:
             raise ValueError("HELPPUFF_CLOUDFLARE_API_BASE must be the Cloudflare API's base URL")
+        pace = Rate.parse(settings.get("HELPPUFF_CLOUDFLARE_RATE_LIMIT"), "HELPPUFF_CLOUDFLARE_RATE_LIMIT")
+        local_limit = Rate.parse(settings.get("HELPPUFF_LOCAL_RATE_LIMIT"), "HELPPUFF_LOCAL_RATE_LIMIT")
         return cls(data_dir=Path(data_dir), database=database, api_token=token, account_id=account,
-                   api_base=api_base)
+                   api_base=api_base, rate_limit=pace, local_rate_limit=local_limit)
 
     @property
     def remote(self) -> bool:
@@ -106,11 +107,16 @@ async def find_or_create_database(client: CloudflareClient, config: BackendConfi
 def open_client(config: BackendConfig) -> CloudflareClient:
     """The client for Cloudflare when credentials are set, else for the local cloud in-process."""
     if config.remote:
-        return CloudflareClient(HttpTransport(config.api_token, config.api_base), config.account_id)
+        return CloudflareClient(HttpTransport(config.api_token, config.api_base), config.account_id,
+                                rate_limit=config.rate_limit)
     # The local cloud is imported only when it is used: on Cloudflare, its model stack never loads.
     from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalCloud, LocalTransport
+    from helppuff_crawl.local.ratelimit import RateLimiter
 
-    return CloudflareClient(LocalTransport(LocalCloud(config.data_dir)), LOCAL_ACCOUNT_ID)
+    cloud = LocalCloud(config.data_dir)
+    if config.local_rate_limit is not None:
+        cloud.rate_limiter = RateLimiter(config.local_rate_limit)
+    return CloudflareClient(LocalTransport(cloud), LOCAL_ACCOUNT_ID, rate_limit=config.rate_limit)
 
 
 class KnowledgeBase:

@@ -42,6 +42,7 @@ from helppuff_crawl.deploy.state import LOCAL_ACCOUNT
 from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.d1 import MIGRATIONS_DIR, D1Error, LocalD1
 from helppuff_crawl.local.errors import AIError
+from helppuff_crawl.local.ratelimit import RateLimiter
 from helppuff_crawl.local.vectorize import (
     INDEX_NAME,
     LocalVectorIndex,
@@ -97,6 +98,8 @@ def _json_body(body: bytes) -> Any:
 
 class LocalCloud:
     """Cloudflare's API slice on local files. Thread-safe; one instance per data folder."""
+
+    rate_limiter: RateLimiter | None = None  # the API's rate limit, when one is set (local/ratelimit.py)
 
     def __init__(self, data_dir: Path, migrations_dir: Path = MIGRATIONS_DIR, ai: LocalAI | None = None) -> None:
         self.data_dir = data_dir
@@ -200,6 +203,8 @@ class LocalCloud:
         return self.data_dir / "vectorize" / f"{name}.sqlite3"
 
     def handle(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
+        if self.rate_limiter is not None and (refused := self.rate_limiter.refuse()) is not None:
+            return refused
         path, _, query_string = path.partition("?")
         path = path.removeprefix("/client/v4")
         query = {k: v[-1] for k, v in parse_qs(query_string).items()}

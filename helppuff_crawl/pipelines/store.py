@@ -182,8 +182,9 @@ class StorePipeline:
         except Exception as exc:
             why = str(exc) if isinstance(exc, _NotEmbedded) else f"{type(exc).__name__}: {exc}"
             item.reason = f"not stored: {why}".splitlines()[0][:300]
-            logger.error("Page %s %s", item.url, item.reason, exc_info=not isinstance(exc, (_NotEmbedded,
-                                                                                             CloudflareError)),
+            # A Cloudflare error is one line with Cloudflare's code and message: its traceback tells nothing more.
+            logger.error("Page %s %s", item.url, item.reason,
+                         exc_info=not isinstance(exc, (_NotEmbedded, CloudflareError)),
                          extra={"spider": self.crawler.spider})
             row = self._row(item, previous, "failed")
             row["content_hash"] = ""  # redo it next time
@@ -224,7 +225,8 @@ class StorePipeline:
             for key, value in vars(done).items():
                 self.stats.set_value(f"helppuff/store/{key}", value)
         except Exception as exc:
-            logger.error("Finishing the crawl failed", exc_info=True, extra={"spider": self.crawler.spider})
+            logger.error("Finishing the crawl failed: %s", exc, exc_info=not isinstance(exc, CloudflareError),
+                         extra={"spider": self.crawler.spider})
             self.stats.set_value("helppuff/store/finish_error",
                                  f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
         finally:
