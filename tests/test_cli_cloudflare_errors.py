@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helppuff_crawl.deploy.state import DeployState
 from tests.fake_cloudflare import FakeCloudflare
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +28,9 @@ def fake() -> Iterator[FakeCloudflare]:
 
 
 def _run(fake: FakeCloudflare, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    DeployState(tmp_path / "kb").record_database("acc", "helppuff", DATABASE)  # as `helppuff deploy` leaves it
     env = {**os.environ, "HELPPUFF_DATA_DIR": str(tmp_path / "kb"), "CLOUDFLARE_API_TOKEN": "token",
-           "CLOUDFLARE_ACCOUNT_ID": "acc", "HELPPUFF_CLOUDFLARE_API_BASE": fake.url, "HELPPUFF_D1_DATABASE": DATABASE}
+           "CLOUDFLARE_ACCOUNT_ID": "acc", "HELPPUFF_CLOUDFLARE_API_BASE": fake.url, "HELPPUFF_D1_DATABASE": "helppuff"}
     return subprocess.run([HELPPUFF, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
                           timeout=120)
 
