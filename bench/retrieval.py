@@ -7,7 +7,8 @@
    temporary knowledge base, the folder name as the site id.
 2. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.local.devserver: the local cloud and
    `wrangler dev` in workerd, the dev shims reading the crawl's SQLite file and vector index).
-3. Asks every question three times through POST /v1/sites/<site>/search, with `mode` "hybrid"
+3. Asks every question three times through POST /v1/sites/<site>/search (the site's settings
+   accept requests without an Origin, `allowNoOrigin`), with `mode` "hybrid"
    (the Worker's pipeline), "keywords" (FTS5 BM25 alone) and "vectors" (Vectorize alone); the
    rest of the pipeline (intent boost, reranker, selection) is the same for all three. Locally the
    reranker is absent (the local cloud has no @cf/baai/bge-reranker-base), so every answer is in
@@ -108,6 +109,12 @@ def crawl(site_url: str, site: str, data_dir: Path) -> None:
     if result.returncode != 0:
         raise SystemExit(f"the crawl of {site} failed:\n{result.stdout}\n{result.stderr}")
     print(f"{site}: {result.stdout.strip().splitlines()[0]}")
+    # The search route answers a request without an Origin, as this script sends, only for a site
+    # that says so (worker/src/guard.ts).
+    stored = subprocess.run([helppuff, "settings", "set", "-", "--site", site], cwd=ROOT, env=env,
+                            input=json.dumps({"allowNoOrigin": True}), capture_output=True, text=True, check=False)
+    if stored.returncode != 0:
+        raise SystemExit(f"the settings of {site} could not be stored:\n{stored.stderr}")
 
 
 def page_path(url: str, site_url: str) -> str:

@@ -127,10 +127,18 @@ def test_search_with_no_passages_says_so(stub: StubWorker) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "line"),
     [
-        (400, {"error": 'unknown site "nope": nothing has been crawled for it'},
-         'helppuff search: the Worker answered HTTP 400: unknown site "nope": nothing has been crawled for it'),
-        (503, {"error": "the knowledge base cannot be read right now"},
-         "helppuff search: the Worker answered HTTP 503: the knowledge base cannot be read right now"),
+        (400, {"error": "query must be at most 2000 characters (got 2400)"},
+         "helppuff search: the Worker answered HTTP 400: query must be at most 2000 characters (got 2400)"),
+        (403, {"error": "requests must come from the site's web pages (no Origin header)"},
+         ("helppuff search: the Worker answered HTTP 403: requests must come from the site's web pages (no Origin "
+          'header) (the command line sends no Origin: give the site "allowNoOrigin": true with '
+          "`helppuff settings set helppuff.json --site nope`)")),
+        (403, {"error": "origin https://evil.example may not use this site's chat"},
+         "helppuff search: the Worker answered HTTP 403: origin https://evil.example may not use this site's chat"),
+        (429, {"error": "too many questions: at most 20 a minute; try again in a minute"},
+         "helppuff search: the Worker answered HTTP 429: too many questions: at most 20 a minute; try again in a minute"),
+        (503, {"error": "the assistant cannot be reached right now"},
+         "helppuff search: the Worker answered HTTP 503: the assistant cannot be reached right now"),
         (502, "<html>bad gateway</html>", "helppuff search: the Worker answered HTTP 502: <html>bad gateway</html>"),
     ],
 )

@@ -23,6 +23,9 @@ from tests.devloop import HELPPUFF, ROOT, crawl_into, free_port, serving
 
 RERANKER_MISSING = ("reranker-failed: @cf/baai/bge-reranker-base: Workers AI: HTTP 400: "
                     "5007: No such model @cf/baai/bge-reranker-base or task; fused order")
+# The search and the chat answer a request without an Origin (these tests, `helppuff search`) only
+# for a site that says so (worker/src/guard.ts): the crawled site's settings while the loop runs.
+NO_ORIGIN_OK = json.dumps({"allowNoOrigin": True})
 
 
 @dataclass
@@ -58,6 +61,9 @@ def loop(serve_site, tmp_path_factory) -> Iterator[Loop]:  # type: ignore[no-unt
     tmp = tmp_path_factory.mktemp("devloop")
     data_dir = tmp / "kb"
     env = crawl_into(server.url, data_dir)
+    stored = subprocess.run([HELPPUFF, "settings", "set", "-", "--site", "acme"], cwd=ROOT, env=env, input=NO_ORIGIN_OK,
+                            capture_output=True, text=True, check=False)
+    assert stored.returncode == 0, stored.stderr
     port = free_port()
     with serving(data_dir, env, tmp, port) as served:
         yield Loop(server.url, f"http://127.0.0.1:{port}", data_dir, env, served.process, served.out, served.err)
@@ -128,13 +134,13 @@ def test_the_worker_reads_the_crawls_sqlite_file_live(loop: Loop) -> None:
     db = sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3")
     try:
         with db:
-            db.execute("INSERT INTO site_settings (site, settings, updated_at) VALUES ('acme', ?, '2026-01-01T00:00:00Z')",
-                       [json.dumps({"retrieval": {"finalK": 1, "rerankerModel": None}})])
+            db.execute("UPDATE site_settings SET settings = ? WHERE site = 'acme'",
+                       [json.dumps({"allowNoOrigin": True, "retrieval": {"finalK": 1, "rerankerModel": None}})])
         answer = loop.search("do you fix hot water systems")
         assert len(answer["passages"]) == 1 and answer["degraded"] == []
     finally:
         with db:
-            db.execute("DELETE FROM site_settings WHERE site = 'acme'")
+            db.execute("UPDATE site_settings SET settings = ? WHERE site = 'acme'", [NO_ORIGIN_OK])
         db.close()
 
 
@@ -154,7 +160,6 @@ def _chat(loop: Loop, question: str) -> str:
 
 def test_a_question_the_site_cannot_answer_is_a_gap_the_owner_answers(loop: Loop) -> None:
     question = "Do you teach salsa dancing lessons?"
-    _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin='{"allowNoOrigin": true}')
     try:
         assert loop.search(question)["passages"] == []
         assert "not sure" in _chat(loop, question)
@@ -174,12 +179,13 @@ def test_a_question_the_site_cannot_answer_is_a_gap_the_owner_answers(loop: Loop
         assert "Richmond Dance Studio" in _chat(loop, question)
         assert json.loads(_helppuff(loop, "knowledge", "gaps", "--site", "acme", "--json")) == []
     finally:
-        _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin="{}")
+        _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin=NO_ORIGIN_OK)
 
 
 def test_a_recrawl_request_through_the_worker_makes_the_site_due(loop: Loop) -> None:
     secret = "0123456789abcdef-recrawl"
-    _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin=json.dumps({"knowledge": {"recrawlSecret": secret}}))
+    _helppuff(loop, "settings", "set", "-", "--site", "acme",
+              stdin=json.dumps({"allowNoOrigin": True, "knowledge": {"recrawlSecret": secret}}))
     try:
         url = f"{loop.worker_url}/v1/sites/acme/recrawl"
         refused = httpx.post(url, headers={"authorization": "Bearer wrong-secret-0000000"}, timeout=60)
@@ -193,17 +199,25 @@ def test_a_recrawl_request_through_the_worker_makes_the_site_due(loop: Loop) -> 
         assert [(p["site"], p["due"], p["why"]) for p in plan] == [
             ("acme", True, "a recrawl was requested less than an hour ago (2 times)")]
     finally:
-        _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin="{}")
+        _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin=NO_ORIGIN_OK)
         db = sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3")
         with db:
             db.execute("DELETE FROM crawl_requests")
         db.close()
 
 
-def test_unknown_site_is_a_clear_400(loop: Loop) -> None:
+def test_a_site_never_crawled_is_refused_as_it_registers_no_origin(loop: Loop) -> None:
     reply = httpx.post(f"{loop.worker_url}/v1/sites/nobody/search", json={"query": "hi"}, timeout=60)
-    assert reply.status_code == 400
-    assert reply.json() == {"error": 'unknown site "nobody": nothing has been crawled for it'}
+    assert reply.status_code == 403
+    assert reply.json() == {"error": "requests must come from the site's web pages (no Origin header)"}
+
+
+def test_the_search_takes_the_chats_origin_allowlist(loop: Loop) -> None:
+    url = f"{loop.worker_url}/v1/sites/acme/search"
+    refused = httpx.post(url, json={"query": "hi"}, headers={"origin": "https://evil.example"}, timeout=60)
+    assert refused.status_code == 403, refused.text
+    assert refused.json() == {"error": "origin https://evil.example may not use this site's chat"}
+    assert "access-control-allow-origin" not in refused.headers
 
 
 def test_zz_serve_stops_cleanly_on_sigterm(loop: Loop) -> None:

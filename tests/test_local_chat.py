@@ -22,12 +22,17 @@ from tests.fakes import HashModel
 
 CHAT_PATH = "/client/v4/accounts/local/ai/run/@cf/zai-org/glm-4.7-flash"
 
-# What the Worker sends (worker/src/chat/answer.ts callModel): messages, stream: true, max_tokens, tools.
+# What the Worker sends for an answer of its default model (worker/src/chat/answer.ts callModel):
+# messages, stream: true, stream_options, max_completion_tokens, tools.
 TOOLS = [{"type": "function", "function": {"name": "show_contact_form", "description": "Ask for contact details",
                                            "parameters": {"type": "object", "properties": {}}}}]
 MESSAGES = [{"role": "system", "content": "Answer from the passages [1]."},
             {"role": "user", "content": "How much is a call-out?"}]
-WORKER_INPUT = {"messages": MESSAGES, "stream": True, "max_tokens": 1024, "tools": TOOLS}
+WORKER_INPUT = {"messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True},
+                "max_completion_tokens": 1024, "tools": TOOLS}
+# ... and for a query rewrite (worker/src/retrieve.ts): reasoning off, one line of query.
+REWRITE_INPUT = {"messages": MESSAGES, "temperature": 0, "max_completion_tokens": 128,
+                 "chat_template_kwargs": {"enable_thinking": False}}
 
 PLAIN_ANSWER = {
     "id": "chatcmpl-1", "object": "chat.completion", "model": "qwen3:4b",
@@ -107,6 +112,17 @@ def test_plain_answer_is_forwarded_and_returned(tmp_path: Path, chat_server: Fak
                      "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 42, "completion_tokens": 9, "total_tokens": 51},
     }})
+
+
+@pytest.mark.parametrize("chat_server", [[(200, PLAIN_ANSWER)]], indirect=True)
+def test_a_rewrite_goes_with_reasoning_off_and_its_bound_as_max_tokens(tmp_path: Path,
+                                                                        chat_server: FakeChatServer) -> None:
+    status, _ = _post(_cloud(tmp_path, ChatServerConfig(chat_server.url)), REWRITE_INPUT)
+    assert status == 200
+    assert chat_server.requests == [("POST", "/v1/chat/completions", {
+        "model": "@cf/zai-org/glm-4.7-flash", "messages": MESSAGES, "max_tokens": 128, "temperature": 0,
+        "chat_template_kwargs": {"enable_thinking": False}, "stream": False,
+    })]
 
 
 @pytest.mark.parametrize("chat_server", [[(200, TOOL_ANSWER)]], indirect=True)

@@ -10,6 +10,10 @@ POSTs `{query, limit?, mode?}` to {url}/v1/sites/{site}/search (default http://1
 then the reasons the answer is degraded, if any. `--json` prints the Worker's answer as it came.
 Exit status: 0 for an answer (also one with no passages), 1 when no Worker answers at the URL or
 it refuses the request (its error is printed), 2 for bad input.
+
+The search route has the chat's guard rails (worker/src/guard.ts): a request without an Origin
+header, as this command sends, is answered only for a site whose settings say
+`"allowNoOrigin": true`; the refusal says so.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ DEFAULT_URL = "http://127.0.0.1:8787"
 MODES = ("hybrid", "keywords", "vectors")
 TEXT_LINES = 3  # lines of each passage's text shown
 LINE_CHARS = 100
+NO_ORIGIN = "(no Origin header)"  # in the Worker's refusal of a request without Origin (worker/src/origin.ts)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     if reply.status_code != 200 or not isinstance(answer, dict):
         error = answer.get("error") if isinstance(answer, dict) else reply.text.strip()[:200]
-        print(f"helppuff search: the Worker answered HTTP {reply.status_code}: {error}", file=sys.stderr)
+        hint = ""
+        if reply.status_code == 403 and NO_ORIGIN in str(error):
+            hint = (f" (the command line sends no Origin: give the site \"allowNoOrigin\": true with "
+                    f"`helppuff settings set helppuff.json --site {args.site}`)")
+        print(f"helppuff search: the Worker answered HTTP {reply.status_code}: {error}{hint}", file=sys.stderr)
         return 1
     if not args.json:
         print("\n".join(format_answer(answer)))

@@ -1,7 +1,8 @@
 """Workers AI use per site and UTC day in D1 `usage_daily`, in calls, tokens and neurons.
 
 The crawler adds its embedding use once per run (`add_usage`, keyed so a retried request adds nothing
-twice); the Worker adds its answers' use the same way (worker/src/chat/usage.ts).
+twice), kind "embed"; the Worker adds every Workers AI call of its searches and answers, priced from the
+same table (worker/src/usage.ts): kinds "query", "rerank", "rewrite" and "answer".
 """
 
 from __future__ import annotations

@@ -5,13 +5,20 @@ URL up to `/v1`, e.g. http://127.0.0.1:11434/v1), a chat request the local cloud
 AI `run` with a `messages` list for a model it has no embedder for, goes there:
 
     POST {url}/chat/completions  {"model", "messages", "tools"?, "max_tokens"?, "temperature"?,
-                                  "top_p"?, "stream": false}
+                                  "top_p"?, "chat_template_kwargs"?, "stream": false}
 
 and its answer comes back in OpenAI's non-streamed shape, which the Worker reads
 (worker/src/chat/model.ts): `{"choices": [{"index": 0, "message": {"role": "assistant",
 "content", "tool_calls"?}, "finish_reason"}], "usage"?}`. The Worker asks for `stream: true`;
 the local cloud answers every request whole (one JSON envelope), so the server is always asked
 for `stream: false`.
+
+The bound on what the model generates goes as `max_tokens`, the name every OpenAI-compatible
+server takes, also when the Worker sends it as `max_completion_tokens` (the field
+@cf/zai-org/glm-4.7-flash documents, `max_tokens` being deprecated there). `chat_template_kwargs`
+(`{"enable_thinking": false}` for the query rewrite) goes as it is: llama-server and vLLM hand it
+to the model's chat template, and a server that does not know it ignores it. `stream_options`
+does not go: the server is asked for one answer whole, which carries its `usage` anyway.
 
 The model name: `HELPPUFF_LOCAL_CHAT_MODEL` when set (Ollama needs one it has pulled, e.g.
 `qwen3:4b`); otherwise the Workers AI id the Worker asked for (e.g. @cf/zai-org/glm-4.7-flash)
@@ -40,7 +47,7 @@ logger = logging.getLogger(__name__)
 CHAT_SERVER_ERROR = 3050  # the local cloud's code for "the chat server failed"
 DEFAULT_TIMEOUT = 120.0  # seconds; a CPU-bound local model may take a while for one answer
 # Workers AI chat inputs passed on as they are (besides messages and tools).
-_PASSED_OPTIONS = ("max_tokens", "temperature", "top_p")
+_PASSED_OPTIONS = ("max_tokens", "temperature", "top_p", "chat_template_kwargs")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -90,6 +97,8 @@ class OpenAIChat:
         for key in _PASSED_OPTIONS:
             if payload.get(key) is not None:
                 body[key] = payload[key]
+        if body.get("max_tokens") is None and payload.get("max_completion_tokens") is not None:
+            body["max_tokens"] = payload["max_completion_tokens"]
         body["stream"] = False
         return body
 

@@ -9,7 +9,10 @@
  *                                        `queries` are the input forms {field, prefix}: the texts
  *                                        go in `field`, each after `prefix`
  *                   RERANKER_MODELS      model id -> {neuronsPerMillion}
- *                   CHAT_MODELS          model id -> {neuronsPerMillion}
+ *                   CHAT_MODELS          model id -> {neuronsPerMillion, outputLimit, streamUsage,
+ *                                        noReasoning}: how a call is bounded, made to report its
+ *                                        tokens when streamed, and kept from reasoning
+ *                                        (`chatRequestFields`)
  *                   PRICES               every model above -> neurons per million tokens
  *                                        {input, output}
  *                   FUSED_MIN_COSINE_BY_MODEL   embedding model -> the least cosine a vector
@@ -58,11 +61,18 @@ export interface PricedModel {
   neuronsPerMillion: Price;
 }
 
+/** A chat model: its price, and the input fields its schema documents for what the Worker needs. */
+export interface ChatModel extends PricedModel {
+  outputLimit: string; // the field bounding the tokens a call generates, reasoning included
+  streamUsage: Record<string, unknown>; // added to a streamed call so that it reports its usage
+  noReasoning: Record<string, unknown> | null; // turns reasoning off; null: it cannot be
+}
+
 interface ModelsFile {
   embedding: Record<string, EmbeddingModel>;
   defaultEmbedding: { cloudflare: string; local: string };
   reranker: Record<string, PricedModel>;
-  chat: Record<string, PricedModel>;
+  chat: Record<string, ChatModel>;
   freeNeuronsPerDay: number;
 }
 
@@ -92,7 +102,7 @@ function frozen<T>(value: T): T {
 
 export const EMBEDDING_MODELS: Readonly<Record<string, Readonly<EmbeddingModel>>> = frozen(MODELS.embedding);
 export const RERANKER_MODELS: Readonly<Record<string, Readonly<PricedModel>>> = frozen(MODELS.reranker);
-export const CHAT_MODELS: Readonly<Record<string, Readonly<PricedModel>>> = frozen(MODELS.chat);
+export const CHAT_MODELS: Readonly<Record<string, Readonly<ChatModel>>> = frozen(MODELS.chat);
 export const DEFAULT_EMBEDDING: Readonly<ModelsFile["defaultEmbedding"]> = frozen(MODELS.defaultEmbedding);
 export const FREE_NEURONS_PER_DAY: number = MODELS.freeNeuronsPerDay;
 
@@ -118,6 +128,32 @@ export function embeddingModel(model: string): Readonly<EmbeddingModel> | null {
 /** The `AI.run` inputs of `texts` in an input form. */
 export function formInputs(form: Readonly<InputForm>, texts: readonly string[]): Record<string, string[]> {
   return { [form.field]: texts.map((text) => form.prefix + text) };
+}
+
+/**
+ * The chat model's input fields besides `messages` and `tools`: the bound on what it generates
+ * (`maxTokens`, reasoning included), what makes a streamed call report its token counts, and,
+ * with `reasoning: false`, what turns its reasoning off where it can be. A model not in
+ * models.json gets Workers AI's classic `max_tokens` and nothing else.
+ *
+ * The entries follow each model's documented input schema:
+ *   - @cf/zai-org/glm-4.7-flash (https://developers.cloudflare.com/workers-ai/models/glm-4.7-flash/):
+ *     `max_completion_tokens`, "an upper bound for the number of tokens that can be generated for
+ *     a completion" (`max_tokens` is deprecated in its favour); `stream_options.include_usage`;
+ *     `chat_template_kwargs.enable_thinking`, "whether to enable reasoning, enabled by default".
+ *   - @cf/openai/gpt-oss-120b (https://developers.cloudflare.com/workers-ai/models/gpt-oss-120b/):
+ *     its messages input bounds with `max_tokens` (default 256) and has no reasoning switch
+ *     ("reasoning cannot be disabled").
+ */
+export function chatRequestFields(
+  model: string,
+  options: { maxTokens: number; stream: boolean; reasoning: boolean },
+): Record<string, unknown> {
+  const known = Object.hasOwn(CHAT_MODELS, model) ? CHAT_MODELS[model] : undefined;
+  const fields: Record<string, unknown> = { [known?.outputLimit ?? "max_tokens"]: options.maxTokens };
+  if (known !== undefined && options.stream) Object.assign(fields, structuredClone(known.streamUsage));
+  if (known?.noReasoning && !options.reasoning) Object.assign(fields, structuredClone(known.noReasoning));
+  return fields;
 }
 
 export const CATEGORIES: readonly string[] = frozen(KNOWLEDGE.categories);

@@ -3,9 +3,10 @@
  *
  *   POST /v1/sites/:site/search   {query, history?, limit?}
  *     200 {passages: [{n, chunkId, title, headingPath, url, category, text, score}],
- *          degraded: [reason...], query: <standalone query>, scores: "reranker" | "fused"}
- *     400 {error} for bad input or an unknown site; 413 for a body over 64 KB;
- *     503 {error} when D1 cannot be read.
+ *          degraded: [reason...], query: <standalone query>, scores: "reranker" | "fused"},
+ *     behind the chat's guard rails (search.ts, guard.ts): 400 {error} for bad input, 403 for an
+ *     origin not allowed, 413 for a body over 64 KB, 429 when rate limited, 503 when D1 cannot
+ *     be read; past the daily budget, keywords only.
  *
  *   POST /v1/sites/:site/chat     {messages, visitor?, visitorId?}: a cited answer as server-sent
  *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts). A lead
@@ -21,43 +22,17 @@
  */
 import { type Env, backendsFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
-import { TOO_BIG, json, readBody } from "./http";
+import { json } from "./http";
 import type { SqlDatabase } from "./ports";
-import { SITE_NAME, parseSearchRequest } from "./request";
+import { SITE_NAME } from "./request";
 import { recrawlRoute } from "./recrawl";
-import { UnknownSiteError, retrieve } from "./retrieve";
+import { searchRoute } from "./search";
 import { demoResponse } from "./widget/demo";
 import { widgetResponse } from "./widget/widget";
 
 const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
 const CHAT_PATH = /^\/v1\/sites\/([^/]+)\/chat\/?$/u;
 const RECRAWL_PATH = /^\/v1\/sites\/([^/]+)\/recrawl\/?$/u;
-
-async function search(request: Request, env: Env, site: string): Promise<Response> {
-  const text = await readBody(request);
-  if (text === null) {
-    return json(413, TOO_BIG);
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return json(400, { error: "the body must be JSON: {query, history?, limit?}" });
-  }
-  const parsed = parseSearchRequest(site, body);
-  if (!parsed.ok) {
-    return json(400, { error: parsed.error });
-  }
-  try {
-    return json(200, await retrieve(backendsFromEnv(env), parsed.value));
-  } catch (error) {
-    if (error instanceof UnknownSiteError) {
-      return json(400, { error: error.message });
-    }
-    console.error("search failed for site %s", site, error);
-    return json(503, { error: "the knowledge base cannot be read right now" });
-  }
-}
 
 export default {
   async fetch(request: Request, env: Env, ctx?: ExecutionContext): Promise<Response> {
@@ -89,19 +64,10 @@ export default {
       }
       return recrawlRoute(request, db, site, new Date());
     }
-    const match = SEARCH_PATH.exec(url.pathname);
-    if (match === null) {
-      return json(404, { error: `no route for ${url.pathname}` });
+    const search = SEARCH_PATH.exec(url.pathname);
+    if (search !== null) {
+      return searchRoute(request, env, search[1] ?? "", ctx); // ctx: usage is recorded after the answer
     }
-    if (request.method !== "POST") {
-      return json(405, { error: "use POST" }, { allow: "POST" });
-    }
-    let site: string;
-    try {
-      site = decodeURIComponent(match[1] ?? "");
-    } catch {
-      return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
-    }
-    return search(request, env, site);
+    return json(404, { error: `no route for ${url.pathname}` });
   },
 } satisfies ExportedHandler<Env>;

@@ -22,11 +22,22 @@
  *                       or was too slow; keywords only;
  *  - keywords-failed    the FTS query failed; vectors only;
  *  - reranker-failed / reranker-timeout   fused order (see select.ts for what is kept);
- *  - continuation-failed  the next chunk could not be read.
+ *  - continuation-failed  the next chunk could not be read;
+ *  - budget-reached     the site's daily neuron budget is used up (the route says so through
+ *                       `options.budgetReached`): no Workers AI call at all, so the heuristic
+ *                       query, keywords only and fused order.
  * `scores` says what passage scores are: "reranker" (0..1) or "fused" (RRF).
+ *
+ * Every Workers AI call is added to `options.meter` (usage.ts), which the route records in
+ * usage_daily: the query embedding (kind "query"), the reranker ("rerank") and the rewrite
+ * ("rewrite"). Each is priced from the tokens the model reports when it reports them, else from
+ * an estimate of what it read and wrote (characters / 4). A call that timed out is counted with
+ * the estimate of what it was sent (it ran, and its output is unknown); one that failed is not
+ * counted.
  */
 import type { Chunk, Passage } from "./chunks";
 import { endsMidListOrTable } from "./continuation";
+import { chatRequestFields } from "./contract";
 import { queryEmbeddingInput, queryVector } from "./embedding";
 import { ftsMatchQuery } from "./fts";
 import { fuseRankings } from "./fusion";
@@ -37,6 +48,7 @@ import { type Candidate, fusedMinCosine, relevantWithoutReranker, selectCandidat
 import { type RetrievalSettings, parseSettings } from "./settings";
 import {
   type HistoryTurn,
+  generatedText,
   parseRewrite,
   previousQuestion,
   rewriteMessages,
@@ -44,6 +56,7 @@ import {
 } from "./standalone";
 import { type SiteIndex, chunksByIds, keywordSearch, loadSite, nextChunk } from "./store";
 import { TimeoutError, withTimeout } from "./timeout";
+import { type Tokens, UsageMeter, estimateTokens, reportedTokens } from "./usage";
 
 export const SEARCH_TOP_K = 20;
 
@@ -70,7 +83,12 @@ export interface RetrieveOptions {
   rerankTimeoutMs: number;
   vectorTimeoutMs: number; // embedding + Vectorize + chunk rows
   rewriteTimeoutMs: number;
+  meter?: UsageMeter; // where every Workers AI call is added (none: not counted)
+  budgetReached?: string | null; // set: the daily budget is used up (this says how), no Workers AI call
 }
+
+/** The rewrite's bound on what the model generates: one line of query. */
+export const REWRITE_MAX_TOKENS = 128;
 
 export const DEFAULT_RETRIEVE_OPTIONS: Readonly<RetrieveOptions> = Object.freeze({
   rerankTimeoutMs: 800,
@@ -115,16 +133,21 @@ export async function retrieve(
   }
   const { settings, problems } = parseSettings(record.settings);
   const degraded = problems.map((problem) => `settings-invalid: ${problem}`);
+  const meter = options.meter ?? new UsageMeter();
+  const models = !options.budgetReached;
+  if (!models) degraded.push(`budget-reached: ${options.budgetReached}; keywords only, fused order`);
 
-  const query = await standalone(backends, settings, request, options, degraded);
+  const query = models
+    ? await standalone(backends, settings, request, options, meter, degraded)
+    : standaloneQuery(request.query, request.history);
 
   // One retriever alone runs the rest of the pipeline (fusion, boost, rerank, selection) unchanged.
   const mode = request.mode ?? "hybrid";
   const [keywordChunks, vectorHits] = await Promise.all([
     mode === "vectors" ? [] : keywordHits(backends, request.site, query, degraded),
-    mode === "keywords"
+    mode === "keywords" || !models
       ? { chunks: [], cosine: new Map<string, number>() }
-      : vectorMatches(backends, request.site, record.index, query, options, degraded),
+      : vectorMatches(backends, request.site, record.index, query, options, meter, degraded),
   ]);
 
   const chunks = new Map<string, Chunk>();
@@ -146,7 +169,7 @@ export async function retrieve(
   }));
 
   const count = request.limit ?? settings.finalK;
-  const reranked = await rerank(backends, settings, query, fusedCandidates, options, degraded);
+  const reranked = models ? await rerank(backends, settings, query, fusedCandidates, options, meter, degraded) : null;
   const selected =
     reranked !== null
       ? selectCandidates(reranked, { count, minScore: settings.minScore, maxPerPage: settings.maxPerPage })
@@ -170,28 +193,43 @@ async function standalone(
   settings: RetrievalSettings,
   request: SearchRequest,
   options: RetrieveOptions,
+  meter: UsageMeter,
   degraded: string[],
 ): Promise<string> {
   const heuristic = standaloneQuery(request.query, request.history);
   if (settings.queryRewrite !== "llm" || previousQuestion(request.history, request.query) === null) {
     return heuristic;
   }
+  const model = settings.chatModel;
+  const messages = rewriteMessages(request.query, request.history);
+  const sent = estimateTokens(messages.map((message) => message.content).join(""));
   try {
+    // Reasoning off where the model can turn it off: @cf/zai-org/glm-4.7-flash reasons by
+    // default, and would spend the bound on thinking before the one line of query
+    // (chat_template_kwargs.enable_thinking and max_completion_tokens, as its input schema at
+    // https://developers.cloudflare.com/workers-ai/models/glm-4.7-flash/ documents them; the
+    // fields of every model are in contract.ts's chatRequestFields).
     const output = await withTimeout(
-      backends.ai.run(settings.chatModel, {
-        messages: rewriteMessages(request.query, request.history),
-        max_tokens: 128,
+      backends.ai.run(model, {
+        messages,
         temperature: 0,
+        ...chatRequestFields(model, { maxTokens: REWRITE_MAX_TOKENS, stream: false, reasoning: false }),
       }),
       options.rewriteTimeoutMs,
-    );
+    ).catch((error: unknown) => {
+      if (error instanceof TimeoutError) meter.add("rewrite", model, { inputTokens: sent, outputTokens: 0 });
+      throw error;
+    });
+    // Priced from the answer's `usage` (documented for chat models), else estimated: what was
+    // sent, and what came back, its reasoning included.
+    meter.add("rewrite", model, reportedTokens(output) ?? { inputTokens: sent, outputTokens: estimateTokens(generatedText(output)) });
     const rewritten = parseRewrite(output);
     if (rewritten === null) {
       throw new Error("the model gave no usable query");
     }
     return rewritten;
   } catch (error) {
-    degraded.push(`rewrite-failed: ${settings.chatModel}: ${describe(error)}; heuristic used`);
+    degraded.push(`rewrite-failed: ${model}: ${describe(error)}; heuristic used`);
     return heuristic;
   }
 }
@@ -215,6 +253,7 @@ async function vectorMatches(
   index: SiteIndex | null,
   query: string,
   options: RetrieveOptions,
+  meter: UsageMeter,
   degraded: string[],
 ): Promise<VectorHits> {
   const none: VectorHits = { chunks: [], cosine: new Map() };
@@ -222,9 +261,18 @@ async function vectorMatches(
     degraded.push(`vectors-missing: no site_index row for ${site} yet; keywords only`);
     return none;
   }
+  // The embedding is counted once: when it answers, or, when the whole step timed out before
+  // it did, with the estimate of the query sent.
+  const inputs = queryEmbeddingInput(index.model, query);
+  let counted = false;
+  const count = (tokens: Tokens) => {
+    if (!counted) meter.add("query", index.model, tokens);
+    counted = true;
+  };
   try {
-    return await withTimeout(searchVectors(backends, site, index, query), options.vectorTimeoutMs);
+    return await withTimeout(searchVectors(backends, site, index, inputs, count), options.vectorTimeoutMs);
   } catch (error) {
+    if (error instanceof TimeoutError) count({ inputTokens: inputTokens(inputs), outputTokens: 0 });
     if (error instanceof Degrade) {
       degraded.push(error.reason);
     } else if (error instanceof TimeoutError) {
@@ -236,10 +284,20 @@ async function vectorMatches(
   }
 }
 
-async function searchVectors(backends: Backends, site: string, index: SiteIndex, query: string): Promise<VectorHits> {
+async function searchVectors(
+  backends: Backends,
+  site: string,
+  index: SiteIndex,
+  inputs: Record<string, unknown>,
+  count: (tokens: Tokens) => void,
+): Promise<VectorHits> {
   let vector: number[];
   try {
-    vector = queryVector(await backends.ai.run(index.model, queryEmbeddingInput(index.model, query)));
+    const output = await backends.ai.run(index.model, inputs);
+    // The embedding models' documented output has no token counts; the local cloud's reports
+    // `usage.prompt_tokens` (its tokenizer's count). Without them: the texts sent, characters / 4.
+    count(reportedTokens(output) ?? { inputTokens: inputTokens(inputs), outputTokens: 0 });
+    vector = queryVector(output);
   } catch (error) {
     throw new Degrade(`embedding-failed: ${index.model}: ${describe(error)}; keywords only`);
   }
@@ -285,6 +343,7 @@ async function rerank(
   query: string,
   fused: readonly Candidate[],
   options: RetrieveOptions,
+  meter: UsageMeter,
   degraded: string[],
 ): Promise<Candidate[] | null> {
   const model = settings.rerankerModel;
@@ -295,12 +354,20 @@ async function rerank(
   if (top.length === 0) {
     return [];
   }
+  const inputs = rerankInput(query, top.map((candidate) => candidate.chunk));
+  // The reranker's documented output has no token counts. A cross-encoder reads the query with
+  // each context, so the estimate is every (query, context) pair, characters / 4.
+  const sent: Tokens = {
+    inputTokens: inputs.contexts.reduce((sum, context) => sum + estimateTokens(inputs.query + context.text), 0),
+    outputTokens: 0,
+  };
   let scores: number[];
   try {
-    const output = await withTimeout(
-      backends.ai.run(model, rerankInput(query, top.map((candidate) => candidate.chunk))),
-      options.rerankTimeoutMs,
-    );
+    const output = await withTimeout(backends.ai.run(model, inputs), options.rerankTimeoutMs).catch((error: unknown) => {
+      if (error instanceof TimeoutError) meter.add("rerank", model, sent);
+      throw error;
+    });
+    meter.add("rerank", model, reportedTokens(output) ?? sent);
     scores = rerankScores(output, top.length);
   } catch (error) {
     if (error instanceof TimeoutError) {
@@ -314,6 +381,13 @@ async function rerank(
   return top
     .map((candidate, i) => ({ ...candidate, score: scores[i] ?? 0 }))
     .sort((a, b) => b.score - a.score);
+}
+
+/** The estimate of an embedding call's input: its texts, characters / 4 each. */
+function inputTokens(inputs: Record<string, unknown>): number {
+  return Object.values(inputs)
+    .flatMap((value) => (Array.isArray(value) ? value : [value]))
+    .reduce<number>((sum, text) => sum + (typeof text === "string" ? estimateTokens(text) : 0), 0);
 }
 
 /** Step 6: put the next chunk of the best passage's section right after it, when it was cut. */

@@ -141,6 +141,19 @@ export function parseRewrite(output: unknown, maxChars = 2000): string | null {
   return query.length > 0 && query.length <= maxChars ? query : null;
 }
 
+/**
+ * Everything a chat model's answer holds that it generated, its reasoning included
+ * (`reasoning_content`, which glm-4.7-flash and OpenAI-compatible servers return beside
+ * `content`): what an answer without token counts is priced on.
+ */
+export function generatedText(output: unknown): string {
+  const text = answerText(output) ?? "";
+  const choices = (output as { choices?: unknown } | null)?.choices;
+  const first = Array.isArray(choices) ? (choices[0] as { message?: { reasoning_content?: unknown } } | undefined) : undefined;
+  const reasoning = first?.message?.reasoning_content;
+  return typeof reasoning === "string" ? reasoning + text : text;
+}
+
 function answerText(output: unknown): string | null {
   if (typeof output === "string") {
     return output;

@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { contactFromConversation, mergeContact } from "../src/chat/contact";
-import { checkOrigin, corsHeaders, preflightHeaders } from "../src/chat/origin";
+import { checkOrigin, corsHeaders, preflightHeaders } from "../src/origin";
 import { MAX_MESSAGES, MAX_MESSAGE_CHARS, parseChatRequest } from "../src/chat/request";
 import { DEFAULT_CHAT_SETTINGS, parseChatSettings } from "../src/settings";
 import { checkCallbackArguments, checkHoursArguments, toolDefinitions } from "../src/chat/tools";
-import { priceNeurons, utcDay, utcMonth } from "../src/chat/usage";
+import { priceNeurons, utcDay, utcMonth } from "../src/usage";
 
 const ask = (content: string) => ({ role: "user", content });
 

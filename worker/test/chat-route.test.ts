@@ -7,12 +7,15 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
+import { MAX_COMPLETION_TOKENS } from "../src/chat/answer";
 import { NO_PASSAGES, PASSAGES_CLOSE, PASSAGES_OPEN, RULES_HEADING, quote } from "../src/chat/prompt";
 import { type ChatDeps, handleChat } from "../src/chat/route";
 import worker from "../src/index";
 import type { Backends } from "../src/ports";
+import { REWRITE_MAX_TOKENS } from "../src/retrieve";
+import { estimateTokens, priceNeurons } from "../src/usage";
 import { seedAcme } from "./acme";
-import { FakeVectorize } from "./fakes";
+import { type FakeAi, FakeVectorize, RERANKER } from "./fakes";
 import { FakeChatModel, FakeRateLimiter, GLM, GPT_OSS } from "./fake-model";
 
 const ORIGIN = "https://acme.com.au";
@@ -182,6 +185,10 @@ describe("the streamed answer", () => {
     expect(model.calls.map((c) => c.model)).toEqual([GPT_OSS]);
     const { inputs } = model.calls[0]!;
     expect(inputs["stream"]).toBe(true);
+    // gpt-oss-120b's messages input is bounded by max_tokens (its default, 256, would cut answers).
+    expect(inputs["max_tokens"]).toBe(MAX_COMPLETION_TOKENS);
+    expect(inputs).not.toHaveProperty("max_completion_tokens");
+    expect(inputs).not.toHaveProperty("chat_template_kwargs");
     expect((inputs["tools"] as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(["request_callback", "get_business_hours"]);
     expect(messagesOf().map((m) => m["role"])).toEqual(["system", "user", "assistant", "user"]);
     expect(messagesOf().at(-1)).toEqual({ role: "user", content: DRAIN_QUESTION });
@@ -212,7 +219,7 @@ describe("the fallback model", () => {
     expect(model.calls.map((c) => c.model)).toEqual([GLM, GPT_OSS]);
     expect(text).toBe("From $180.");
     expect(events.at(-1)?.data["model"]).toBe(GPT_OSS);
-    expect(await rows("SELECT model, calls FROM usage_daily")).toEqual([{ model: GPT_OSS, calls: 1 }]);
+    expect(await rows("SELECT model, calls FROM usage_daily WHERE kind = 'answer'")).toEqual([{ model: GPT_OSS, calls: 1 }]);
   });
 
   it("is tried when the stream breaks before any text", async () => {
@@ -381,7 +388,7 @@ describe("usage and the daily budget", () => {
     expect(events.at(-1)?.data).toEqual({ usage: { neurons: 35.92, inputTokens: 6200, outputTokens: 50 }, model: GLM });
     model.say("From $180 [1].");
     await ask(DRAIN_QUESTION);
-    const [row] = await rows<Record<string, unknown>>("SELECT day, site, kind, model, calls, input_tokens, output_tokens, neurons FROM usage_daily");
+    const [row] = await rows<Record<string, unknown>>("SELECT day, site, kind, model, calls, input_tokens, output_tokens, neurons FROM usage_daily WHERE kind = 'answer'");
     expect(row).toMatchObject({ day: TODAY, site: "acme", kind: "answer", model: GLM, calls: 3 });
     // The last answer sent no usage: its tokens are estimated as characters / 4.
     expect(Number(row?.["input_tokens"])).toBeGreaterThan(6200);
@@ -428,6 +435,88 @@ describe("usage and the daily budget", () => {
     model.say("From $180 [1].");
     const { text } = await ask(DRAIN_QUESTION);
     expect(text).toBe("From $180.");
+  });
+});
+
+describe("every Workers AI call priced", () => {
+  const BGE_M3 = "@cf/baai/bge-m3";
+  const others = () => model.others as FakeAi;
+
+  interface UsageRow {
+    kind: string;
+    model: string;
+    calls: number;
+    input_tokens: number;
+    output_tokens: number;
+    neurons: number;
+  }
+  const usage = () =>
+    rows<UsageRow>("SELECT kind, model, calls, input_tokens, output_tokens, neurons FROM usage_daily WHERE day = ? ORDER BY kind, model", TODAY);
+
+  it("adds retrieval's query embedding and reranker to usage_daily beside the answer", async () => {
+    model.reply({ steps: [{ text: "From $180 [1]." }, { usage: { prompt_tokens: 3000, completion_tokens: 20 } }] });
+    const { events } = await ask(DRAIN_QUESTION);
+    const [rerank] = others().callsTo(RERANKER);
+    const { query, contexts } = rerank!.inputs as { query: string; contexts: Array<{ text: string }> };
+    const reranked = contexts.reduce((sum, context) => sum + estimateTokens(query + context.text), 0);
+    const asked = estimateTokens(DRAIN_QUESTION);
+    expect(await usage()).toEqual([
+      { kind: "answer", model: GLM, calls: 1, input_tokens: 3000, output_tokens: 20, neurons: priceNeurons(GLM, 3000, 20) },
+      { kind: "query", model: BGE_M3, calls: 1, input_tokens: asked, output_tokens: 0, neurons: priceNeurons(BGE_M3, asked, 0) },
+      { kind: "rerank", model: RERANKER, calls: 1, input_tokens: reranked, output_tokens: 0, neurons: priceNeurons(RERANKER, reranked, 0) },
+    ]);
+    // `done` reports what the answer itself cost.
+    expect(events.at(-1)?.data["usage"]).toEqual({ neurons: priceNeurons(GLM, 3000, 20), inputTokens: 3000, outputTokens: 20 });
+  });
+
+  it("prices the query rewrite under kind rewrite, asked with reasoning off", async () => {
+    await setSettings("acme", { retrieval: { queryRewrite: "llm" } });
+    model.reply({ steps: [{ text: "Weekend call-out fee" }, { usage: { prompt_tokens: 300, completion_tokens: 5 } }] });
+    model.say("Weekends cost more [1].");
+    const earlier = [{ role: "user", content: "How much is a call-out?" }, { role: "assistant", content: "A weekday call-out is $99 [1]." }];
+    await ask("and on weekends?", { earlier });
+    const rewrite = model.calls[0]!.inputs;
+    expect(rewrite["stream"]).toBeUndefined();
+    expect(rewrite["chat_template_kwargs"]).toEqual({ enable_thinking: false });
+    expect(rewrite["max_completion_tokens"]).toBe(REWRITE_MAX_TOKENS);
+    expect(rewrite).not.toHaveProperty("max_tokens");
+    expect((await usage()).find((row) => row.kind === "rewrite")).toEqual({
+      kind: "rewrite", model: GLM, calls: 1, input_tokens: 300, output_tokens: 5, neurons: priceNeurons(GLM, 300, 5),
+    });
+    expect(others().callsTo(BGE_M3)[0]?.inputs).toEqual({ text: ["Weekend call-out fee"] });
+  });
+
+  it("counts retrieval's use against the daily budget, even when no model answers", async () => {
+    await setSettings("acme", { model: "extractive", budget: { dailyNeurons: 0.05 } });
+    const first = await ask(DRAIN_QUESTION);
+    expect(first.text).toContain("From the site's pages:");
+    expect((await usage()).map((row) => row.kind)).toEqual(["query", "rerank"]);
+    const second = await ask(DRAIN_QUESTION);
+    expect(second.text).toContain("I've reached my limit for answering questions today.");
+  });
+});
+
+describe("the chat model's input fields", () => {
+  it("asks glm-4.7-flash for max_completion_tokens, with usage in the stream, and lets it reason", async () => {
+    // A long thought before the answer: within the bound, it does not cut the answer off.
+    const thought = "Let me check the passages. ".repeat(333);
+    model.reply({ format: "openai", steps: [{ think: thought }, { text: "From $180 [1]." }, { usage: { prompt_tokens: 3000, completion_tokens: 3010 } }] });
+    const { text, events } = await ask(DRAIN_QUESTION);
+    expect(text).toBe("From $180.");
+    const { inputs } = model.calls[0]!;
+    expect(inputs["max_completion_tokens"]).toBe(MAX_COMPLETION_TOKENS);
+    expect(inputs).not.toHaveProperty("max_tokens");
+    expect(inputs["stream_options"]).toEqual({ include_usage: true });
+    expect(inputs).not.toHaveProperty("chat_template_kwargs");
+    expect(events.at(-1)?.data["usage"]).toEqual({ neurons: priceNeurons(GLM, 3000, 3010), inputTokens: 3000, outputTokens: 3010 });
+  });
+
+  it("prices an answer that reports no usage on everything it generated, its reasoning included", async () => {
+    await setSettings("acme", { model: GPT_OSS });
+    model.reply({ format: "openai", steps: [{ think: "The passage says $180." }, { text: "From $180 [1]." }] });
+    await ask(DRAIN_QUESTION);
+    const [row] = await rows<{ output_tokens: number }>("SELECT output_tokens FROM usage_daily WHERE kind = 'answer'");
+    expect(row?.output_tokens).toBe(estimateTokens("The passage says $180.From $180 [1]."));
   });
 });
 

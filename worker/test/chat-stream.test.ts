@@ -131,7 +131,7 @@ describe("modelEvents", () => {
 
   it("reads OpenAI's stream: delta content, tool-call fragments, usage", async () => {
     const model = new FakeChatModel().reply({ ...reply, format: "openai" });
-    const events = await collect(await model.run(GLM, { messages: [], stream: true }));
+    const events = await collect(await model.run(GLM, { messages: [], stream: true, stream_options: { include_usage: true } }));
     const assembler = new ToolCallAssembler();
     for (const event of events) if (event.type === "tool") assembler.add(event);
     expect(events.filter((e) => e.type !== "tool")).toEqual([...texts, { type: "usage", inputTokens: 1200, outputTokens: 40 }]);
@@ -161,6 +161,7 @@ describe("modelEvents", () => {
     expect(await collect(bytes(text))).toEqual([
       { type: "text", text: "Hel" },
       { type: "text", text: "lo" },
+      { type: "reasoning", text: "thinking" },
     ]);
   });
 

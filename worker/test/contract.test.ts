@@ -12,7 +12,7 @@ import { citedSources, sourceKind } from "../src/chat/citations";
 import { emptyFacts } from "../src/chat/facts";
 import { gapKey } from "../src/chat/gaps";
 import { systemMessage } from "../src/chat/prompt";
-import { priceNeurons } from "../src/chat/usage";
+import { priceNeurons } from "../src/usage";
 import type { Passage } from "../src/chunks";
 import * as contract from "../src/contract";
 import { queryEmbeddingInput } from "../src/embedding";
@@ -20,7 +20,7 @@ import { INTENT_CATEGORIES, intentCategories } from "../src/intent";
 import { rerankContext, rerankInput } from "../src/rerank";
 import { FUSED_MIN_COSINE, fusedMinCosine } from "../src/select";
 import { DEFAULT_CHAT_SETTINGS, DEFAULT_SETTINGS } from "../src/settings";
-import { EMBEDDING_DIMENSIONS, FakeAi } from "./fakes";
+import { CHAT_MODELS, EMBEDDING_DIMENSIONS, FakeAi } from "./fakes";
 
 const MODELS = env.TEST_MODELS;
 const KNOWLEDGE = env.TEST_KNOWLEDGE;
@@ -95,6 +95,38 @@ describe("models.json: prices", () => {
     expect(Object.keys(MODELS.reranker)).toContain(DEFAULT_SETTINGS.rerankerModel);
     expect(Object.keys(MODELS.chat)).toContain(DEFAULT_SETTINGS.chatModel);
     expect(Object.keys(MODELS.chat)).toContain(DEFAULT_CHAT_SETTINGS.model);
+  });
+});
+
+describe("models.json: chat models", () => {
+  const CHAT = Object.entries(MODELS.chat);
+
+  it.each(CHAT)("%s: bounded, made to report its usage when streamed, and kept from reasoning as its entry says", (model, entry) => {
+    expect(contract.chatRequestFields(model, { maxTokens: 100, stream: false, reasoning: true })).toEqual({ [entry.outputLimit]: 100 });
+    expect(contract.chatRequestFields(model, { maxTokens: 100, stream: true, reasoning: true })).toEqual({
+      [entry.outputLimit]: 100,
+      ...entry.streamUsage,
+    });
+    expect(contract.chatRequestFields(model, { maxTokens: 100, stream: false, reasoning: false })).toEqual({
+      [entry.outputLimit]: 100,
+      ...(entry.noReasoning ?? {}),
+    });
+  });
+
+  it.each(CHAT)("%s: the test doubles speak it", (model) => {
+    expect(CHAT_MODELS).toContain(model);
+  });
+
+  it("the default model, glm-4.7-flash, takes max_completion_tokens and turns its reasoning off as documented", () => {
+    expect(MODELS.chat[DEFAULT_CHAT_SETTINGS.model]).toMatchObject({
+      outputLimit: "max_completion_tokens",
+      streamUsage: { stream_options: { include_usage: true } },
+      noReasoning: { chat_template_kwargs: { enable_thinking: false } },
+    });
+  });
+
+  it("a model not in models.json gets Workers AI's max_tokens alone", () => {
+    expect(contract.chatRequestFields(UNKNOWN_MODEL, { maxTokens: 100, stream: true, reasoning: false })).toEqual({ max_tokens: 100 });
   });
 });
 

@@ -236,6 +236,9 @@ describe("the search route in dev mode", () => {
 
   beforeAll(async () => {
     await seedAcme(env.DB, SITE, { model: MODEL, vectorize });
+    await env.DB.prepare("INSERT OR REPLACE INTO site_settings (site, settings, updated_at) VALUES (?, ?, ?)")
+      .bind(SITE, JSON.stringify({ backend: { allowNoOrigin: true } }), "2026-11-20T03:00:00Z")
+      .run();
   });
 
   beforeEach(() => {
@@ -306,7 +309,7 @@ describe("the search route in dev mode", () => {
     const log = vi.spyOn(console, "error").mockImplementation(() => {});
     const { status, body } = await post({ query: "hot water" });
     expect(status).toBe(503);
-    expect(body).toEqual({ error: "the knowledge base cannot be read right now" });
+    expect(body).toEqual({ error: "the assistant cannot be reached right now" });
     expect(String(log.mock.calls[0]?.[2])).toContain("D1 database helppuff: HTTP 401: 10000: Authentication error");
     log.mockRestore();
   });

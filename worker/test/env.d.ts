@@ -27,7 +27,15 @@ interface ModelsJson {
   >;
   defaultEmbedding: { cloudflare: string; local: string };
   reranker: Record<string, { neuronsPerMillion: PriceJson }>;
-  chat: Record<string, { neuronsPerMillion: PriceJson }>;
+  chat: Record<
+    string,
+    {
+      neuronsPerMillion: PriceJson;
+      outputLimit: string;
+      streamUsage: Record<string, unknown>;
+      noReasoning: Record<string, unknown> | null;
+    }
+  >;
   freeNeuronsPerDay: number;
 }
 

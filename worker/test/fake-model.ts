@@ -8,19 +8,25 @@
  *   OpenAI's (`choices[0].delta.content`, tool calls as `choices[0].delta.tool_calls` with the
  *   arguments in string fragments). Frames are cut across byte chunks, as a network delivers them.
  *   A reply can also come whole (no stream), fail before anything is sent, or break off mid-stream.
+ *   As the models' documented schemas say: a `think` step is reasoning, streamed as OpenAI's
+ *   `delta.reasoning_content` (glm-4.7-flash thinks unless `chat_template_kwargs.enable_thinking`
+ *   is false); everything generated, the thinking first, counts against the call's bound
+ *   (`generationBound`: `max_completion_tokens` for glm-4.7-flash, `max_tokens`, default 256, for
+ *   gpt-oss-120b), past which the reply stops with `finish_reason: "length"`; and an OpenAI-style
+ *   stream carries the scripted `usage` only when asked with `stream_options.include_usage`.
  *   Every call is recorded (a copy of its inputs). Other models (embeddings, the reranker) go to
  *   FakeAi.
  * - FakeRateLimiter: a rate-limiting binding's `limit({key})`, a fixed window per key on an
  *   injected clock.
  */
 import type { AiRunner, RateLimiter } from "../src/ports";
-import { FakeAi } from "./fakes";
+import { FakeAi, GLM, GPT_OSS, cutToTokens, fakeTokens, generationBound, reasons } from "./fakes";
 
-export const GLM = "@cf/zai-org/glm-4.7-flash";
-export const GPT_OSS = "@cf/openai/gpt-oss-120b";
+export { GLM, GPT_OSS };
 
 export type ScriptStep =
   | { text: string }
+  | { think: string } // reasoning (OpenAI format only)
   | { tool: { name: string; arguments: unknown; id?: string } } // arguments: an object, or raw JSON text
   | { usage: { prompt_tokens: number; completion_tokens: number } }
   | { breakOff: string }; // the stream errors here
@@ -82,15 +88,47 @@ export class FakeChatModel implements AiRunner {
       throw new Error(`3040: ${reply.fail}`);
     }
     const format = reply.format ?? "workers-ai";
+    const generated = this.generated(model, inputs, reply);
     if (reply.whole || inputs["stream"] !== true) {
-      return format === "openai" ? this.wholeOpenAi(model, reply) : this.wholeWorkersAi(reply);
+      return format === "openai" ? this.wholeOpenAi(model, generated) : this.wholeWorkersAi(generated);
     }
-    return this.stream(format === "openai" ? this.openAiFrames(model, reply) : this.workersAiFrames(reply));
+    const usage = (inputs["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
+    return this.stream(format === "openai" ? this.openAiFrames(model, generated, usage) : this.workersAiFrames(generated));
+  }
+
+  /** The reply as the model generates it for these inputs: thinking kept or left out, cut at the bound. */
+  private generated(model: string, inputs: Record<string, unknown>, reply: ScriptedReply): ScriptedReply & { cut: boolean } {
+    let left = generationBound(model, inputs);
+    let cut = false;
+    const steps: ScriptStep[] = [];
+    for (const step of reply.steps ?? []) {
+      if ("think" in step && !reasons(model, inputs)) continue;
+      if ("think" in step && (reply.format ?? "workers-ai") !== "openai") {
+        throw new Error("FakeChatModel: reasoning is scripted in the OpenAI format only");
+      }
+      if (!("text" in step) && !("think" in step) && !("tool" in step)) {
+        steps.push(step);
+        continue;
+      }
+      if (cut) continue;
+      const piece = "text" in step ? step.text : "think" in step ? step.think : argumentsText(step.tool.arguments);
+      if (fakeTokens(piece) > left) {
+        cut = true;
+        const kept = cutToTokens(piece, left);
+        if ("text" in step && kept) steps.push({ text: kept });
+        if ("think" in step && kept) steps.push({ think: kept });
+        continue;
+      }
+      left -= fakeTokens(piece);
+      steps.push(step);
+    }
+    return { ...reply, steps, cut };
   }
 
   private workersAiFrames(reply: ScriptedReply): Array<string | Error> {
     const frames: Array<string | Error> = [];
     for (const step of reply.steps ?? []) {
+      if ("think" in step) continue; // not reached: refused in generated()
       if ("text" in step) frames.push(frame({ response: step.text, p: "abcdef" }));
       else if ("tool" in step) {
         frames.push(frame({ response: "", tool_calls: [{ name: step.tool.name, arguments: step.tool.arguments }] }));
@@ -101,13 +139,14 @@ export class FakeChatModel implements AiRunner {
     return frames;
   }
 
-  private openAiFrames(model: string, reply: ScriptedReply): Array<string | Error> {
+  private openAiFrames(model: string, reply: ScriptedReply & { cut: boolean }, usage: boolean): Array<string | Error> {
     const chunk = (delta: unknown, finish: string | null = null) =>
       frame({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }] });
     const frames: Array<string | Error> = [chunk({ role: "assistant", content: "" })];
     let toolIndex = 0;
     for (const step of reply.steps ?? []) {
       if ("text" in step) frames.push(chunk({ content: step.text }));
+      else if ("think" in step) frames.push(chunk({ reasoning_content: step.think }));
       else if ("tool" in step) {
         const args = argumentsText(step.tool.arguments);
         const cut = Math.floor(args.length / 2);
@@ -117,10 +156,10 @@ export class FakeChatModel implements AiRunner {
         frames.push(chunk({ tool_calls: [{ index: toolIndex, function: { arguments: args.slice(cut) } }] }));
         toolIndex += 1;
       } else if ("usage" in step) {
-        frames.push(frame({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 0, model, choices: [], usage: step.usage }));
+        if (usage) frames.push(frame({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 0, model, choices: [], usage: step.usage }));
       } else frames.push(new Error(step.breakOff));
     }
-    frames.push(chunk({}, toolIndex > 0 ? "tool_calls" : "stop"));
+    frames.push(chunk({}, reply.cut ? "length" : toolIndex > 0 ? "tool_calls" : "stop"));
     frames.push(frame("[DONE]"));
     return frames;
   }
@@ -159,8 +198,9 @@ export class FakeChatModel implements AiRunner {
     };
   }
 
-  private wholeOpenAi(model: string, reply: ScriptedReply): Record<string, unknown> {
+  private wholeOpenAi(model: string, reply: ScriptedReply & { cut: boolean }): Record<string, unknown> {
     const text = (reply.steps ?? []).map((step) => ("text" in step ? step.text : "")).join("");
+    const thought = (reply.steps ?? []).map((step) => ("think" in step ? step.think : "")).join("");
     const tools = (reply.steps ?? []).flatMap((step, i) =>
       "tool" in step
         ? [{ id: step.tool.id ?? `call_fake_${i}`, type: "function", function: { name: step.tool.name, arguments: argumentsText(step.tool.arguments) } }]
@@ -171,7 +211,13 @@ export class FakeChatModel implements AiRunner {
       id: "chatcmpl-fake",
       object: "chat.completion",
       model,
-      choices: [{ index: 0, message: { role: "assistant", content: text, ...(tools.length ? { tool_calls: tools } : {}) }, finish_reason: tools.length ? "tool_calls" : "stop" }],
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content: text, ...(thought ? { reasoning_content: thought } : {}), ...(tools.length ? { tool_calls: tools } : {}) },
+          finish_reason: reply.cut ? "length" : tools.length ? "tool_calls" : "stop",
+        },
+      ],
       ...(usage && "usage" in usage ? { usage: usage.usage } : {}),
     };
   }

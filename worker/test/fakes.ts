@@ -2,10 +2,18 @@
  * Test doubles for the two bindings that have no local simulator, faithful to their contracts:
  *
  * - FakeAi: Workers AI `run(model, inputs)` for the embedding models (deterministic hashed
- *   bag-of-words vectors at each model's real dimension, `{shape, data}`), the reranker
- *   (`{query, contexts}` -> `{response: [{id, score}]}`, score = share of the query's words the
- *   context holds) and chat models (a canned OpenAI-style answer). Any model can be made to fail
- *   or to answer late; every call is recorded.
+ *   bag-of-words vectors at each model's real dimension, `{shape, data}`; the local cloud's
+ *   @local/ models also report `usage.prompt_tokens`, as helppuff_crawl/local/ai.py does), the
+ *   reranker (`{query, contexts}` -> `{response: [{id, score}]}`, score = share of the query's
+ *   words the context holds; no token counts, as documented) and chat models (a canned
+ *   OpenAI-style chat completion, not streamed, with `usage`). A chat model reasons first
+ *   (`chatReasoning`, returned as `reasoning_content`) unless its input turns reasoning off
+ *   (glm-4.7-flash: `chat_template_kwargs.enable_thinking: false`; gpt-oss-120b cannot), and
+ *   the reasoning counts against the call's bound (`generationBound`): a bound the thinking uses
+ *   up leaves `content: null` and `finish_reason: "length"`. Any model can be made to fail or to
+ *   answer late; every call is recorded.
+ * - fakeTokens: the fakes' tokenizer, a token per 3 characters, so that the counts a fake reports
+ *   differ from the Worker's own estimate (characters / 4) and a test can tell which was used.
  * - FakeVectorize: a Vectorize v2 index with exact cosine search over upserted vectors, per
  *   namespace, with `topK` and `returnMetadata`; it rejects a query of the wrong dimension as
  *   the real index does, can be made to fail, and records every query.
@@ -21,7 +29,40 @@ export const EMBEDDING_DIMENSIONS: Readonly<Record<string, number>> = {
   "@local/all-minilm-l6-v2": 384,
 };
 export const RERANKER = "@cf/baai/bge-reranker-base";
-export const CHAT_MODELS = ["@cf/zai-org/glm-4.7-flash", "@cf/openai/gpt-oss-120b"];
+export const GLM = "@cf/zai-org/glm-4.7-flash";
+export const GPT_OSS = "@cf/openai/gpt-oss-120b";
+export const CHAT_MODELS = [GLM, GPT_OSS];
+
+/** The fakes' token count: a token per 3 characters (the Worker estimates one per 4). */
+export function fakeTokens(text: string): number {
+  return Math.ceil(text.length / 3);
+}
+
+/** `text` cut to at most `tokens` fake tokens. */
+export function cutToTokens(text: string, tokens: number): string {
+  return fakeTokens(text) <= tokens ? text : text.slice(0, Math.max(0, tokens) * 3);
+}
+
+function integer(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isInteger(value) ? value : undefined;
+}
+
+/**
+ * The most a chat call may generate, reasoning included, as each model's input schema says:
+ * glm-4.7-flash takes `max_completion_tokens` (`max_tokens` is its deprecated alias) and documents
+ * no default; gpt-oss-120b's messages input takes `max_tokens` only, default 256.
+ */
+export function generationBound(model: string, inputs: Record<string, unknown>): number {
+  if (model === GLM) return integer(inputs["max_completion_tokens"]) ?? integer(inputs["max_tokens"]) ?? Infinity;
+  return integer(inputs["max_tokens"]) ?? 256;
+}
+
+/** Whether a chat call reasons: glm-4.7-flash unless turned off; gpt-oss-120b always. */
+export function reasons(model: string, inputs: Record<string, unknown>): boolean {
+  if (model !== GLM) return true;
+  const kwargs = inputs["chat_template_kwargs"] as { enable_thinking?: unknown } | undefined;
+  return kwargs?.enable_thinking !== false;
+}
 
 const STOPWORDS = new Set(
   "a an and are as at be by can do does for from how i in is it its me my of on or our so that the this to we what when where with you your".split(" "),
@@ -96,6 +137,10 @@ export class FakeAi implements AiRunner {
   readonly dimensionOverrides = new Map<string, number>();
   /** What chat models answer. */
   chatReply = "";
+  /** What chat models think before they answer, when the call lets them. */
+  chatReasoning = "";
+  /** Whether chat answers carry `usage`. */
+  chatUsage = true;
 
   async run(model: string, inputs: Record<string, unknown>): Promise<unknown> {
     this.calls.push({ model, inputs });
@@ -114,7 +159,7 @@ export class FakeAi implements AiRunner {
       return this.rerank(inputs);
     }
     if (CHAT_MODELS.includes(model)) {
-      return { choices: [{ message: { role: "assistant", content: this.chatReply } }] };
+      return this.chat(model, inputs);
     }
     throw new Error(`5007: FakeAi: no such model ${model}`);
   }
@@ -129,7 +174,40 @@ export class FakeAi implements AiRunner {
       throw new Error(`5006: FakeAi: ${model} got inputs it does not take: ${JSON.stringify(Object.keys(inputs))}`);
     }
     const data = texts.map((text) => fakeEmbedding(text, dimensions));
-    return { shape: [data.length, dimensions], data };
+    if (!model.startsWith("@local/")) {
+      return { shape: [data.length, dimensions], data };
+    }
+    // The local cloud counts the model's word pieces, with [CLS] and [SEP] once per text.
+    const tokens = (texts as string[]).reduce((sum, text) => sum + (text.match(/\S+/gu) ?? []).length + 2, 0);
+    return { shape: [data.length, dimensions], data, pooling: "mean", usage: { prompt_tokens: tokens, total_tokens: tokens } };
+  }
+
+  private chat(model: string, inputs: Record<string, unknown>) {
+    const messages = inputs["messages"];
+    if (!Array.isArray(messages)) {
+      throw new Error(`5006: FakeAi: ${model} takes {messages: [...]}`);
+    }
+    const bound = generationBound(model, inputs);
+    const reasoning = reasons(model, inputs) ? cutToTokens(this.chatReasoning, bound) : "";
+    const left = bound - fakeTokens(reasoning);
+    const content = left > 0 ? cutToTokens(this.chatReply, left) : null;
+    const cut = (reasons(model, inputs) && reasoning !== this.chatReasoning) || (content ?? "") !== this.chatReply;
+    const prompt = fakeTokens(messages.map((m) => String((m as { content?: unknown }).content ?? "")).join(""));
+    const completion = fakeTokens(reasoning) + fakeTokens(content ?? "");
+    return {
+      id: "chatcmpl-fake",
+      object: "chat.completion",
+      created: 0,
+      model,
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content, ...(reasoning ? { reasoning_content: reasoning } : {}) },
+          finish_reason: cut ? "length" : "stop",
+        },
+      ],
+      ...(this.chatUsage ? { usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } } : {}),
+    };
   }
 
   private rerank(inputs: Record<string, unknown>) {

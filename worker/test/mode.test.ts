@@ -20,6 +20,10 @@ let statements: string[];
 
 beforeAll(async () => {
   await seedAcme(env.DB, SITE, { vectorize });
+  // The route takes requests without an Origin only when the site says so.
+  await env.DB.prepare("INSERT OR REPLACE INTO site_settings (site, settings, updated_at) VALUES (?, ?, ?)")
+    .bind(SITE, JSON.stringify({ backend: { allowNoOrigin: true } }), "2026-11-20T03:00:00Z")
+    .run();
 });
 
 beforeEach(() => {

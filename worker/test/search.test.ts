@@ -1,6 +1,8 @@
 /**
  * The search route end to end in workerd: the Worker's own fetch handler, Miniflare's real local
- * D1 (migrations applied, the Acme site seeded), FakeVectorize and FakeAi.
+ * D1 (migrations applied, the Acme site seeded), FakeVectorize and FakeAi. The sites here take
+ * requests without an Origin (backend.allowNoOrigin); the guard rails the search shares with the
+ * chat, and its usage, are search-guard.test.ts's.
  */
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
@@ -26,6 +28,7 @@ const NOW = "2026-11-20T03:00:00Z";
 
 /** Each seeded site and its Vectorize index. */
 const indexes = new Map<string, FakeVectorize>();
+const SITES = ["acme", "acme-novec", "acme-small", "acme-qwen", "acme-local"];
 let ai: FakeAi;
 
 beforeAll(async () => {
@@ -50,11 +53,13 @@ beforeEach(async () => {
     index.queries.length = 0;
   }
   await env.DB.prepare("DELETE FROM site_settings").run();
+  for (const site of SITES) await setSettings(site, {});
 });
 
-async function setSettings(site: string, settings: unknown): Promise<void> {
+/** The site's backend settings, taking requests without an Origin (curl, these tests). */
+async function setSettings(site: string, settings: Record<string, unknown>): Promise<void> {
   await env.DB.prepare("INSERT OR REPLACE INTO site_settings (site, settings, updated_at) VALUES (?, ?, ?)")
-    .bind(site, JSON.stringify(settings), NOW)
+    .bind(site, JSON.stringify({ allowNoOrigin: true, ...settings }), NOW)
     .run();
 }
 
@@ -151,7 +156,6 @@ describe("bad input", () => {
     ["acme", { query: "hi", history: [{ role: "bot", content: "x" }] }, 'history[0].role must be "user" or "assistant"'],
     ["acme", { query: "hi", limit: 50 }, "limit must be an integer from 1 to 20"],
     ["ACME", { query: "hi" }, "site must be lower-case letters, digits and hyphens (at most 63)"],
-    ["nobody", { query: "hi" }, 'unknown site "nobody": nothing has been crawled for it'],
   ])("%s %j -> 400", async (site, body, error) => {
     const answer = await post(site, body);
     expect(answer).toEqual({ status: 400, body: { error } });
@@ -172,7 +176,8 @@ describe("bad input", () => {
 describe("the deployed entry point", () => {
   it.each([
     ["POST", "/v1/sites/acme/search", JSON.stringify({ query: "" }), 400, "query must not be empty"],
-    ["POST", "/v1/sites/nobody/search", JSON.stringify({ query: "hi" }), 400, 'unknown site "nobody": nothing has been crawled for it'],
+    // A site never crawled has no settings either: no origin is registered for it.
+    ["POST", "/v1/sites/nobody/search", JSON.stringify({ query: "hi" }), 403, "requests must come from the site's web pages (no Origin header)"],
     ["GET", "/v1/sites/acme/search", undefined, 405, "use POST"],
     ["POST", "/v1/other", "{}", 404, "no route for /v1/other"],
   ])("%s %s -> %i", async (method, path, body, status, error) => {
@@ -209,11 +214,31 @@ describe("step 1: the standalone query", () => {
     expect(answer.query).toBe("Weekend call-out fee");
     expect(answer.degraded).toEqual([]);
     const [call] = ai.callsTo("@cf/openai/gpt-oss-120b");
+    // gpt-oss-120b's messages input: max_tokens, and no way to turn its reasoning off.
     expect(call?.inputs["max_tokens"]).toBe(128);
+    expect(call?.inputs).not.toHaveProperty("max_completion_tokens");
+    expect(call?.inputs).not.toHaveProperty("chat_template_kwargs");
     const messages = call?.inputs["messages"] as Array<{ role: string; content: string }>;
     expect(messages[1]?.content).toContain("Visitor: How much is a call-out?\nAssistant: A weekday call-out is $99 [1].");
     expect(messages[1]?.content).toContain("Last message: and on weekends?");
     expect(ids(answer)[0]).toBe("acme:callout-2");
+  });
+
+  it("turns glm-4.7-flash's reasoning off, so the bound goes to the query and not to thinking", async () => {
+    await setSettings("acme", { retrieval: { queryRewrite: "llm" } });
+    ai.chatReasoning = "The visitor asked about call-outs, and now weekends. ".repeat(12); // over 128 tokens
+    ai.chatReply = "Weekend call-out fee";
+    const answer = await search("acme", { query: "and on weekends?", history });
+    expect(answer.degraded).toEqual([]);
+    expect(answer.query).toBe("Weekend call-out fee");
+    const [call] = ai.callsTo("@cf/zai-org/glm-4.7-flash");
+    expect(call?.inputs).toMatchObject({ max_completion_tokens: 128, temperature: 0, chat_template_kwargs: { enable_thinking: false } });
+    expect(call?.inputs).not.toHaveProperty("max_tokens");
+    // Thinking on, the same bound would leave no query at all.
+    const thinking = (await ai.run("@cf/zai-org/glm-4.7-flash", { ...call!.inputs, chat_template_kwargs: {} })) as {
+      choices: Array<{ message: { content: unknown } }>;
+    };
+    expect(thinking.choices[0]?.message.content).toBeNull();
   });
 
   it("does not call the model without an earlier question", async () => {
@@ -522,7 +547,7 @@ describe("when D1 fails", () => {
       { DB: broken, VECTORIZE: indexes.get("acme")!, AI: ai },
     );
     expect(response.status).toBe(503);
-    expect(await response.json()).toEqual({ error: "the knowledge base cannot be read right now" });
+    expect(await response.json()).toEqual({ error: "the assistant cannot be reached right now" });
     expect(log).toHaveBeenCalledTimes(1);
     expect(String(log.mock.calls[0]?.[2])).toContain("no such table: site_settings");
     log.mockRestore();

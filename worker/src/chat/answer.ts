@@ -2,7 +2,8 @@
  * One answer, streamed: the model is called with the prompt and the tools, its text goes out as
  * `delta` events with the citation markers taken out, tool calls are checked and run (at most three
  * rounds; a fourth call offers no tools, so the model has to answer), then the cited passages go
- * out as `sources`, the answer's cost is added to `usage_daily`, and `done` closes the stream.
+ * out as `sources`, the answer's cost is added to `usage_daily` (kind "answer", usage.ts), and
+ * `done` closes the stream.
  *
  * When the model fails before any text reached the visitor, `fallbackModel` is tried once, for the
  * rest of the answer. A failure after that, or with no fallback, ends the answer with an `error`.
@@ -19,14 +20,16 @@
  * What an answer runs on and is made of (`AnswerDeps`, `AnswerInput`) is in types.ts, shared with
  * extractive.ts.
  */
+import { chatRequestFields } from "../contract";
 import type { AiRunner } from "../ports";
+import { type Tokens, UsageMeter, countQuestion, estimateTokens, recordUsage, utcDay, utcMonth } from "../usage";
 import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, Emit } from "./events";
 import { EXTRACTIVE_MODEL, isModelMissing, streamExtractive } from "./extractive";
 import { type SavedLead, conversationExcerpt, saveLead } from "./leads";
 import { type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
-import { estimateTokens, messagesTokens } from "./prompt";
+import { messagesTokens } from "./prompt";
 import type { VisitorDetails } from "./request";
 import {
   GET_BUSINESS_HOURS,
@@ -37,10 +40,16 @@ import {
   checkHoursArguments,
 } from "./tools";
 import type { AnswerDeps, AnswerInput } from "./types";
-import { type ModelUsage, countQuestion, priceNeurons, recordUsage, utcDay, utcMonth } from "./usage";
 import { notifyLead } from "./webhook";
 
-export const MAX_OUTPUT_TOKENS = 2048;
+/**
+ * The bound on what one call may generate, its reasoning included: the default model,
+ * @cf/zai-org/glm-4.7-flash, thinks before it answers (reasoning is on by default, and counts
+ * against `max_completion_tokens`, https://developers.cloudflare.com/workers-ai/models/glm-4.7-flash/).
+ * An answer is a few sentences; the rest of the room is for the thinking, so that it does not
+ * use up the bound and leave the answer cut off or empty.
+ */
+export const MAX_COMPLETION_TOKENS = 4096;
 export const MODEL_FAILED_MESSAGE = "Sorry, the assistant cannot answer right now. Please try again in a moment.";
 
 /** The visitor left: stop, nothing more can be sent. */
@@ -62,24 +71,22 @@ function guarded(emit: Emit): Emit {
   };
 }
 
-interface CallResult {
+interface CallResult extends Tokens {
   text: string;
   calls: ToolCall[];
-  inputTokens: number;
-  outputTokens: number;
 }
 
 /** Stream the answer to the prompt in `input`. Never throws for a model failure. */
 export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit: Emit): Promise<void> {
   const emit = guarded(rawEmit);
   const { settings, site } = input;
+  const usage = input.usage ?? new UsageMeter();
   if (settings.model === EXTRACTIVE_MODEL) {
-    await record(deps, site, new Map());
+    await record(deps, site, usage);
     await streamExtractive(deps, input, rawEmit);
     return;
   }
   const messages = [...input.messages];
-  const usage = new Map<string, ModelUsage>();
   const conversationContact = contactFromConversation(input.request.messages);
   const state: ToolState = { formShown: false, saved: null };
   let filter = new CitationFilter();
@@ -116,7 +123,7 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
         }
         throw error;
       }
-      addUsage(usage, model, result.inputTokens, result.outputTokens);
+      usage.add("answer", model, result);
       if (tools.length === 0 || result.calls.length === 0) break;
       round += 1;
       messages.push({ role: "assistant", content: result.text, tool_calls: result.calls });
@@ -147,15 +154,7 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
     await streamExtractive(deps, input, rawEmit);
     return;
   }
-  const totals = [...usage.values()].reduce(
-    (sum, u) => ({
-      neurons: sum.neurons + u.neurons,
-      inputTokens: sum.inputTokens + u.inputTokens,
-      outputTokens: sum.outputTokens + u.outputTokens,
-    }),
-    { neurons: 0, inputTokens: 0, outputTokens: 0 },
-  );
-  totals.neurons = Math.round(totals.neurons * 1000) / 1000;
+  const totals = usage.totals("answer");
   try {
     if (failure !== null) await emit({ event: "error", data: { message: failure } });
     await emit({ event: "done", data: { usage: totals, model } });
@@ -172,16 +171,27 @@ async function callModel(
   round: number,
   onText: (text: string) => Promise<void>,
 ): Promise<CallResult> {
-  const inputs: Record<string, unknown> = { messages: [...messages], stream: true, max_tokens: MAX_OUTPUT_TOKENS };
+  // The model's bound and, streamed, what makes it report its token counts (contract.ts's
+  // chatRequestFields: max_completion_tokens and stream_options.include_usage for
+  // glm-4.7-flash, as https://developers.cloudflare.com/workers-ai/models/glm-4.7-flash/
+  // documents them). Reasoning stays on for answers.
+  const inputs: Record<string, unknown> = {
+    messages: [...messages],
+    stream: true,
+    ...chatRequestFields(model, { maxTokens: MAX_COMPLETION_TOKENS, stream: true, reasoning: true }),
+  };
   if (tools.length > 0) inputs["tools"] = tools;
   const output = await ai.run(model, inputs);
   const assembler = new ToolCallAssembler();
   let text = "";
-  let reported: { inputTokens: number; outputTokens: number } | null = null;
+  let thought = "";
+  let reported: Tokens | null = null;
   for await (const event of modelEvents(output)) {
     if (event.type === "text") {
       text += event.text;
       await onText(event.text);
+    } else if (event.type === "reasoning") {
+      thought += event.text;
     } else if (event.type === "tool") {
       assembler.add(event);
     } else {
@@ -189,30 +199,24 @@ async function callModel(
     }
   }
   const calls = assembler.done(round);
-  // No usage in the answer: estimate it as the prompt does, characters / 4.
+  // Priced from the usage the model reports; without it, estimated as the prompt is,
+  // characters / 4: what was sent (the tool definitions too) and everything generated, the
+  // reasoning and the tool calls included.
   const estimated = {
     inputTokens: messagesTokens(messages) + (tools.length > 0 ? estimateTokens(JSON.stringify(tools)) : 0),
-    outputTokens: estimateTokens(text + calls.map((call) => call.function.name + call.function.arguments).join("")),
+    outputTokens: estimateTokens(thought + text + calls.map((call) => call.function.name + call.function.arguments).join("")),
   };
   return { text, calls, ...(reported ?? estimated) };
 }
 
-function addUsage(usage: Map<string, ModelUsage>, model: string, inputTokens: number, outputTokens: number): void {
-  const entry = usage.get(model) ?? { model, calls: 0, inputTokens: 0, outputTokens: 0, neurons: 0 };
-  entry.calls += 1;
-  entry.inputTokens += inputTokens;
-  entry.outputTokens += outputTokens;
-  entry.neurons = priceNeurons(model, entry.inputTokens, entry.outputTokens);
-  usage.set(model, entry);
-}
-
-/** Add the answer's usage to usage_daily and count the question; failures are logged, not fatal. */
-async function record(deps: AnswerDeps, site: string, usage: Map<string, ModelUsage>): Promise<void> {
+/**
+ * Add the request's Workers AI use (retrieval's and the answer's) to usage_daily and count the
+ * question; failures are logged, not fatal.
+ */
+async function record(deps: AnswerDeps, site: string, usage: UsageMeter): Promise<void> {
   const now = deps.now();
   try {
-    for (const entry of usage.values()) {
-      await recordUsage(deps.db, site, utcDay(now), entry);
-    }
+    await recordUsage(deps.db, site, utcDay(now), usage.entries());
     await countQuestion(deps.db, site, utcMonth(now), false);
   } catch (error) {
     console.error("chat usage for site %s could not be recorded: %s", site, describe(error));

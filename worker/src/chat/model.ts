@@ -9,8 +9,10 @@
  *     arguments?}}]}}], "usage"?: {...}}`, tool-call arguments arriving as string fragments.
  * Without streaming (or from a gateway that does not stream) the answer is one object in either
  * shape: `{response, tool_calls, usage}` or `{choices: [{message: {content, tool_calls}}], usage}`.
- * `modelEvents` turns all of these into text pieces, tool-call pieces and token counts; reasoning
- * text (`reasoning_content`) is never shown and is skipped.
+ * `modelEvents` turns all of these into text pieces, tool-call pieces and token counts. Reasoning
+ * (`reasoning_content` beside `content`, as @cf/zai-org/glm-4.7-flash streams its thinking) is
+ * never shown: it comes out as `reasoning` events, which only the token estimate of an answer
+ * without `usage` counts (it is generated, and billed, like the rest).
  */
 
 export interface ToolCall {
@@ -31,6 +33,7 @@ export interface ToolDefinition {
 
 export type ModelEvent =
   | { type: "text"; text: string }
+  | { type: "reasoning"; text: string }
   | { type: "tool"; index: number; id?: string; name?: string; arguments?: string }
   | { type: "usage"; inputTokens: number; outputTokens: number };
 
@@ -62,6 +65,9 @@ export function frameEvents(frame: unknown): ModelEvent[] {
     const choice = frame["choices"].find((c) => isObject(c) && (c["index"] === undefined || c["index"] === 0));
     if (isObject(choice)) {
       const part = isObject(choice["delta"]) ? choice["delta"] : isObject(choice["message"]) ? choice["message"] : {};
+      if (typeof part["reasoning_content"] === "string" && part["reasoning_content"] !== "") {
+        events.push({ type: "reasoning", text: part["reasoning_content"] });
+      }
       if (typeof part["content"] === "string" && part["content"] !== "") {
         events.push({ type: "text", text: part["content"] });
       }

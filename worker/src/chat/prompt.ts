@@ -21,6 +21,7 @@
 import type { Passage } from "../chunks";
 import { joinHeadings } from "../contract";
 import type { ChatSettings } from "../settings";
+import { estimateTokens } from "../usage";
 import { type BusinessFacts, factsLines } from "./facts";
 import type { ModelMessage } from "./model";
 import type { ChatMessage, VisitorDetails } from "./request";
@@ -49,10 +50,8 @@ export interface BuiltPrompt {
   tokens: number; // the estimate, messages plus reserve
 }
 
-/** Tokens for `text`, estimated as characters / 4. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
+// The estimate is usage.ts's, which prices a call that reports no token counts the same way.
+export { estimateTokens };
 
 /** The estimate for a list of messages (their text, tool calls included). */
 export function messagesTokens(messages: readonly ModelMessage[]): number {

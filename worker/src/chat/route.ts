@@ -2,7 +2,7 @@
  * `POST /v1/sites/:site/chat` (and its CORS preflight, `OPTIONS`): the guard rails, then the
  * answer as server-sent events (events.ts).
  *
- * In order:
+ * In order (steps 1, 2, 4 and 5 are the guard rails the search shares, guard.ts):
  *   1. the site name; the site's settings row (503 when D1 cannot be read);
  *   2. the Origin header against backend.allowedOrigins (403; OPTIONS answered 204 for an allowed
  *      origin), other methods 405;
@@ -11,37 +11,28 @@
  *   4. rate limits: 20 questions a minute per visitor, 300 per site (429, Retry-After: 60);
  *   5. the daily neuron budget: past it, a polite answer and a callback, without the model;
  *   6. retrieval (retrieve.ts) with the question and the conversation before it (503 on failure);
- *      a question that found no passage is recorded as a knowledge gap (gaps.ts), in the background;
- *   7. the prompt (prompt.ts) and the streamed answer (answer.ts).
+ *      a question that found no passage is recorded as a knowledge gap (gaps.ts), in the
+ *      background;
+ *   7. the prompt (prompt.ts) and the streamed answer (answer.ts), which adds the Workers AI
+ *      calls of the whole request (retrieval's and its own) to usage_daily.
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
 import { type Env, backendsFromEnv, rateLimitersFromEnv } from "../bindings";
+import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited } from "../guard";
 import { TOO_BIG, json, readBody } from "../http";
-import type { Backends, RateLimiter } from "../ports";
-import { type SearchResult, UnknownSiteError, retrieve } from "../retrieve";
-import { parseChatSettings } from "../settings";
-import { type SiteRecord, loadSite } from "../store";
+import type { Backends } from "../ports";
+import { DEFAULT_RETRIEVE_OPTIONS, type SearchResult, UnknownSiteError, retrieve } from "../retrieve";
+import { UsageMeter, estimateTokens, recordUsage, utcDay } from "../usage";
 import { refuseOverBudget, streamAnswer } from "./answer";
 import { contactFromConversation, mergeContact } from "./contact";
 import { type Emit, encodeEvent } from "./events";
 import { type BusinessFacts, emptyFacts, linkFactsPassage, loadFacts } from "./facts";
 import { isGap, recordGap } from "./gaps";
-import { checkOrigin, corsHeaders, preflightHeaders } from "./origin";
-import { buildPrompt, estimateTokens } from "./prompt";
-import { SITE_NAME } from "../request";
+import { buildPrompt } from "./prompt";
 import { parseChatRequest } from "./request";
 import { toolDefinitions } from "./tools";
-import { neuronsUsed, utcDay } from "./usage";
 import { DEFAULT_DELIVERY, type DeliveryOptions } from "./webhook";
-
-export const RETRY_AFTER_SECONDS = 60;
-
-/** The chat's rate limiters; null when not bound (then that limit is not applied). */
-export interface RateLimiters {
-  visitor: RateLimiter | null; // 20 a minute, keyed by site and visitor
-  site: RateLimiter | null; // 300 a minute, keyed by site
-}
 
 export interface ChatDeps {
   backends: Backends;
@@ -57,13 +48,6 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The rate-limit key for the visitor: their IP as Cloudflare sees it, else the widget's visitor id. */
-export function visitorKey(site: string, request: Request, visitorId: string | null): string {
-  const ip = request.headers.get("cf-connecting-ip");
-  if (ip) return `${site}:ip:${ip}`;
-  return visitorId ? `${site}:id:${visitorId}` : `${site}:anonymous`;
-}
-
 /** The route as the Worker runs it: its bindings, the real clock, its ExecutionContext. */
 export async function chatRoute(
   request: Request,
@@ -76,7 +60,7 @@ export async function chatRoute(
     backends = backendsFromEnv(env);
   } catch (error) {
     console.error("chat: the bindings cannot be used: %s", describe(error));
-    return json(503, { error: "the assistant cannot be reached right now" });
+    return json(503, { error: UNREACHABLE });
   }
   return handleChat(request, rawSite, {
     backends,
@@ -88,40 +72,11 @@ export async function chatRoute(
 
 /** Answer a chat request for `rawSite` (the path segment, still URL-encoded). */
 export async function handleChat(request: Request, rawSite: string, deps: ChatDeps): Promise<Response> {
-  let site: string;
-  try {
-    site = decodeURIComponent(rawSite);
-  } catch {
-    site = "";
-  }
-  if (!SITE_NAME.test(site)) {
-    return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
-  }
   const db = deps.backends.db;
-  let record: SiteRecord;
-  try {
-    record = await loadSite(db, site);
-  } catch (error) {
-    console.error("chat for site %s: the site cannot be read: %s", site, describe(error));
-    return json(503, { error: "the assistant cannot be reached right now" });
-  }
-  const { settings, problems } = parseChatSettings(record.settings);
-  for (const problem of problems) console.warn("chat settings for site %s: %s", site, problem);
-
-  const origin = checkOrigin(request.headers.get("origin"), settings);
-  if (!origin.allowed) {
-    return json(403, { error: origin.reason });
-  }
-  const cors = corsHeaders(origin.origin);
-  if (request.method === "OPTIONS") {
-    return new Response(null, { status: 204, headers: origin.origin ? preflightHeaders(origin.origin) : {} });
-  }
-  if (request.method !== "POST") {
-    return json(405, { error: "use POST" }, { ...cors, allow: "POST, OPTIONS" });
-  }
-  if (!record.known) {
-    return json(404, { error: `unknown site "${site}"` }, cors);
-  }
+  const gate = await admit(request, rawSite, db, "chat");
+  if ("response" in gate) return gate.response;
+  const { admitted } = gate;
+  const { site, settings, cors } = admitted;
 
   const text = await readBody(request);
   if (text === null) return json(413, TOO_BIG, cors);
@@ -137,15 +92,8 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
   }
   const chat = parsed.value;
 
-  const limited = { ...cors, "retry-after": String(RETRY_AFTER_SECONDS) };
-  if (deps.limiters.visitor !== null) {
-    const { success } = await deps.limiters.visitor.limit({ key: visitorKey(site, request, chat.visitorId) });
-    if (!success) return json(429, { error: "too many questions: at most 20 a minute; try again in a minute" }, limited);
-  }
-  if (deps.limiters.site !== null) {
-    const { success } = await deps.limiters.site.limit({ key: site });
-    if (!success) return json(429, { error: "this site's assistant is busy; try again in a minute" }, limited);
-  }
+  const refused = await rateLimited(deps.limiters, admitted, request, chat.visitorId);
+  if (refused !== null) return refused;
 
   let facts: BusinessFacts;
   try {
@@ -161,23 +109,22 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     waitUntil: deps.waitUntil ?? ((promise: Promise<void>) => promise),
     delivery: { ...DEFAULT_DELIVERY, ...deps.delivery },
   };
-  let used = 0;
-  try {
-    used = await neuronsUsed(db, site, utcDay(deps.now()));
-  } catch (error) {
-    console.error("chat for site %s: usage cannot be read: %s", site, describe(error));
-  }
-  if (used >= settings.dailyNeurons) {
-    console.warn("chat for site %s: daily budget reached (%s of %s neurons)", site, used, settings.dailyNeurons);
+  const budget = await dailyBudget(db, admitted, deps.now(), "chat");
+  if (budget.reached) {
     return stream(cors, (emit) => refuseOverBudget(answerDeps, { site, settings, facts, request: chat }, emit));
   }
 
   const history = chat.messages.slice(0, -1);
   const question = chat.messages[chat.messages.length - 1]?.content ?? "";
+  const meter = new UsageMeter();
   let retrieved: SearchResult;
   try {
-    retrieved = await retrieve(deps.backends, { site, query: question, history, limit: null });
+    retrieved = await retrieve(deps.backends, { site, query: question, history, limit: null }, { ...DEFAULT_RETRIEVE_OPTIONS, meter });
   } catch (error) {
+    // What retrieval used before it failed is still spent (the answer records it otherwise).
+    await recordUsage(db, site, utcDay(deps.now()), meter.entries()).catch((failure: unknown) =>
+      console.error("chat for site %s: usage cannot be recorded: %s", site, describe(failure)),
+    );
     if (error instanceof UnknownSiteError) return json(404, { error: error.message }, cors);
     console.error("chat for site %s: retrieval failed: %s", site, describe(error));
     return json(503, { error: "the knowledge base cannot be read right now" }, cors);
@@ -211,7 +158,7 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
   return stream(cors, (emit) =>
     streamAnswer(
       answerDeps,
-      { site, settings, facts, request: chat, messages: prompt.messages, passages: prompt.passages, tools },
+      { site, settings, facts, request: chat, messages: prompt.messages, passages: prompt.passages, tools, usage: meter },
       emit,
     ),
   );

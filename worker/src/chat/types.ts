@@ -4,13 +4,15 @@
  *
  *   AnswerDeps   what answering runs on: D1, Workers AI, the clock, background work (the lead
  *                webhook through `waitUntil`) and how the webhook is called
- *   AnswerInput  one answer's site, settings, business details, request, prompt, passages and tools
+ *   AnswerInput  one answer's site, settings, business details, request, prompt, passages and
+ *                tools, and the usage of the Workers AI calls made for it so far (retrieval's)
  *
  * route.ts builds both for each chat request. Types only.
  */
 import type { Passage } from "../chunks";
 import type { AiRunner, SqlDatabase } from "../ports";
 import type { ChatSettings } from "../settings";
+import type { UsageMeter } from "../usage";
 import type { BusinessFacts } from "./facts";
 import type { ModelMessage, ToolDefinition } from "./model";
 import type { ChatRequest } from "./request";
@@ -33,4 +35,6 @@ export interface AnswerInput {
   messages: ModelMessage[]; // the prompt (buildPrompt)
   passages: Passage[]; // the passages quoted in it
   tools: ToolDefinition[];
+  /** Retrieval's calls; the answer's are added, and all of it goes to usage_daily at the end. */
+  usage?: UsageMeter;
 }

@@ -1,0 +1,109 @@
+/**
+ * `POST /v1/sites/:site/search` (and its CORS preflight, `OPTIONS`): the chat's guard rails
+ * (guard.ts), then hybrid retrieval (retrieve.ts) answered as JSON.
+ *
+ * In order:
+ *   1. the site name (400); the site's row (503 when D1 cannot be read);
+ *   2. the Origin header against backend.allowedOrigins, or no Origin with backend.allowNoOrigin
+ *      (403; OPTIONS answered 204 for an allowed origin), other methods 405;
+ *   3. the body: at most 64 KB (413), JSON (400), request.ts's checks (400);
+ *   4. rate limits, counted with the chat's: 20 a minute per visitor, 300 per site (429,
+ *      Retry-After: 60);
+ *   5. the daily neuron budget: past it, the search still answers, without any Workers AI call
+ *      (keywords only, fused order, "budget-reached" in `degraded`);
+ *   6. retrieval (503 when D1 cannot be read); its Workers AI calls are added to usage_daily, in
+ *      the background when the Worker gives a `waitUntil`.
+ * Every answer to an allowed origin carries Access-Control-Allow-Origin for it.
+ */
+import { type Env, backendsFromEnv, rateLimitersFromEnv } from "./bindings";
+import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited } from "./guard";
+import { TOO_BIG, json, readBody } from "./http";
+import type { Backends } from "./ports";
+import { parseSearchRequest } from "./request";
+import { DEFAULT_RETRIEVE_OPTIONS, type RetrieveOptions, UnknownSiteError, retrieve } from "./retrieve";
+import { UsageMeter, recordUsage, utcDay } from "./usage";
+
+export interface SearchDeps {
+  backends: Backends;
+  limiters: RateLimiters;
+  now: () => Date;
+  /** The Worker's ExecutionContext.waitUntil; without one, background work is awaited in place. */
+  waitUntil?: (promise: Promise<void>) => void;
+  /** Retrieval's timeouts (DEFAULT_RETRIEVE_OPTIONS for what is left out). */
+  retrieve?: Partial<Pick<RetrieveOptions, "rerankTimeoutMs" | "vectorTimeoutMs" | "rewriteTimeoutMs">>;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The route as the Worker runs it: its bindings, the real clock, its ExecutionContext. */
+export async function searchRoute(
+  request: Request,
+  env: Env,
+  rawSite: string,
+  ctx?: Pick<ExecutionContext, "waitUntil">,
+): Promise<Response> {
+  let backends: Backends;
+  try {
+    backends = backendsFromEnv(env);
+  } catch (error) {
+    console.error("search: the bindings cannot be used: %s", describe(error));
+    return json(503, { error: UNREACHABLE });
+  }
+  return handleSearch(request, rawSite, {
+    backends,
+    limiters: rateLimitersFromEnv(env),
+    now: () => new Date(),
+    waitUntil: ctx ? (promise) => ctx.waitUntil(promise) : undefined,
+  });
+}
+
+/** Answer a search request for `rawSite` (the path segment, still URL-encoded). */
+export async function handleSearch(request: Request, rawSite: string, deps: SearchDeps): Promise<Response> {
+  const db = deps.backends.db;
+  const gate = await admit(request, rawSite, db, "search");
+  if ("response" in gate) return gate.response;
+  const { admitted } = gate;
+  const { site, cors } = admitted;
+
+  const text = await readBody(request);
+  if (text === null) return json(413, TOO_BIG, cors);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return json(400, { error: "the body must be JSON: {query, history?, limit?}" }, cors);
+  }
+  const parsed = parseSearchRequest(site, body);
+  if (!parsed.ok) {
+    return json(400, { error: parsed.error }, cors);
+  }
+
+  const refused = await rateLimited(deps.limiters, admitted, request, null);
+  if (refused !== null) return refused;
+
+  const budget = await dailyBudget(db, admitted, deps.now(), "search");
+  const meter = new UsageMeter();
+  const options: RetrieveOptions = {
+    ...DEFAULT_RETRIEVE_OPTIONS,
+    ...deps.retrieve,
+    meter,
+    budgetReached: budget.reached ? `${Math.round(budget.used * 1000) / 1000} of ${budget.limit} neurons used today` : null,
+  };
+  try {
+    return json(200, await retrieve(deps.backends, parsed.value, options), cors);
+  } catch (error) {
+    if (error instanceof UnknownSiteError) {
+      return json(404, { error: error.message }, cors);
+    }
+    console.error("search failed for site %s", site, error);
+    return json(503, { error: "the knowledge base cannot be read right now" }, cors);
+  } finally {
+    const recording = recordUsage(db, site, utcDay(deps.now()), meter.entries()).catch((error: unknown) =>
+      console.error("search for site %s: usage cannot be recorded: %s", site, describe(error)),
+    );
+    if (deps.waitUntil) deps.waitUntil(recording);
+    else await recording;
+  }
+}
