@@ -218,6 +218,7 @@ describe("backendsFromEnv", () => {
     const dev = backendsFromEnv({
       HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788",
       HELPPUFF_LOCAL_CLOUD_TOKEN: "t",
+      HELPPUFF_D1_DATABASE_ID: "d",
     } as Parameters<typeof backendsFromEnv>[0]);
     expect(dev.vectors).not.toBe(vectors);
     expect(dev.ai).not.toBe(ai);
@@ -275,7 +276,8 @@ describe("the search route in dev mode", () => {
       method: "POST",
       body: JSON.stringify(body),
     });
-    const devEnv = { HELPPUFF_LOCAL_CLOUD_URL: CONFIG.url, HELPPUFF_LOCAL_CLOUD_TOKEN: CONFIG.token };
+    const devEnv = { HELPPUFF_LOCAL_CLOUD_URL: CONFIG.url, HELPPUFF_LOCAL_CLOUD_TOKEN: CONFIG.token,
+      HELPPUFF_D1_DATABASE_ID: CONFIG.database };
     const response = await worker.fetch(request, devEnv as Parameters<typeof worker.fetch>[1]);
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   }
