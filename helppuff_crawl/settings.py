@@ -119,8 +119,9 @@ HELPPUFF_LOCAL_CHAT_MODEL = os.environ.get("HELPPUFF_LOCAL_CHAT_MODEL", "")
 HELPPUFF_VECTORIZE_INDEX = os.environ.get("HELPPUFF_VECTORIZE_INDEX", "helppuff")
 # Embedding model: "" = @cf/baai/bge-m3 on Cloudflare, @local/all-minilm-l6-v2 in the local cloud.
 HELPPUFF_EMBED_MODEL = os.environ.get("HELPPUFF_EMBED_MODEL", "")
-# Texts per embedding call (batches are filled across pages; at most the model's batch in models.json).
-HELPPUFF_EMBED_BATCH_SIZE = 32
+# Texts per embedding call (batches are filled across pages): 0 = the model's maxBatch in models.json
+# (bge-m3 takes 100, the local model 32), else at most that.
+HELPPUFF_EMBED_BATCH_SIZE = 0
 # Embedding calls in flight at once.
 HELPPUFF_EMBED_CONCURRENCY = 2
 # Seconds without a new text after which a partial batch is sent (pages wait for their vectors).

@@ -276,7 +276,7 @@ _VALIDATION = [
     ("topK 101", "vectorize_query", ("ix", [1.0]), {"top_k": 101}, "1-100"),
     ("topK 0", "vectorize_query", ("ix", [1.0]), {"top_k": 0}, "1-100"),
     ("returnMetadata yes", "vectorize_query", ("ix", [1.0]), {"return_metadata": "yes"}, "none, indexed, all"),
-    ("33 texts", "embed", ("@cf/baai/bge-m3", ["t"] * 33), {}, "at most 32"),
+    ("101 texts", "embed", ("@cf/baai/bge-m3", ["t"] * 101), {}, "at most 100"),
     ("model with ..", "ai_run", ("@cf/../../d1", {}), {}, "model must look like"),
     ("model with ?", "ai_run", ("@cf/x?y=1", {}), {}, "model must look like"),
     ("index name with /", "vectorize_get_index", ("a/b",), {}, "index name"),

@@ -46,8 +46,8 @@ def test_input_forms_from_the_contract() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"model": "@cf/unknown/model"}, "give its dimensions"),
-     ({"model": "@cf/baai/bge-m3", "max_batch": 33}, "1-32 .@cf/baai/bge-m3's texts per call"),
-     ({"model": "@cf/baai/bge-m3", "max_batch": 0}, "1-32")],
+     ({"model": "@cf/baai/bge-m3", "max_batch": 101}, "1-100 .@cf/baai/bge-m3's texts per call"),
+     ({"model": "@cf/baai/bge-m3", "max_batch": 0}, "1-100")],
 )
 def test_embedder_refuses_what_it_cannot_do(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -65,22 +65,22 @@ def fake() -> Iterator[FakeCloudflare]:
 
 
 @pytest_twisted.inlineCallbacks
-def test_batches_of_32_against_cloudflare(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+def test_batches_of_100_against_cloudflare(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
     yield run_async(_remote(fake))
 
 
 async def _remote(fake: FakeCloudflare) -> None:
     path = "/accounts/acc/ai/run/@cf/baai/bge-m3"
     fake.on("POST", path,
-            Canned(result={"shape": [32, 2], "data": [[1.0, 0.0]] * 32}),
+            Canned(result={"shape": [100, 2], "data": [[1.0, 0.0]] * 100}),
             Canned(result={"shape": [8, 2], "data": [[0.0, 1.0]] * 8}))
     client = CloudflareClient(HttpTransport("t", fake.url), "acc")
-    embedder = WorkersAIEmbedder(client, "@cf/baai/bge-m3", dimensions=2)
-    texts = [f"chunk {n:02d} text" for n in range(40)]
+    embedder = WorkersAIEmbedder(client, "@cf/baai/bge-m3", dimensions=2)  # bge-m3's documented maxItems
+    texts = [f"chunk {n:03d} text" for n in range(108)]
     vectors = await embedder.embed(texts)
-    assert vectors == [[1.0, 0.0]] * 32 + [[0.0, 1.0]] * 8
-    assert [r.json()["text"] for r in fake.requests] == [texts[:32], texts[32:]]
-    assert (embedder.calls, embedder.texts) == (2, 40)
+    assert vectors == [[1.0, 0.0]] * 100 + [[0.0, 1.0]] * 8
+    assert [r.json()["text"] for r in fake.requests] == [texts[:100], texts[100:]]
+    assert (embedder.calls, embedder.texts) == (2, 108)
     assert (embedder.prompt_tokens, embedder.tokens_estimated) == (estimate_tokens(texts), True)
     await client.aclose()
 

@@ -70,6 +70,18 @@ def test_run_refuses_inputs_of_the_wrong_shape(payload: object, message: str) ->
     assert caught.value.code == 5006 and message in caught.value.message
 
 
+def test_a_model_takes_no_more_texts_than_its_schema_allows() -> None:
+    """The local model's maxBatch (models.json) is enforced as Workers AI enforces maxItems."""
+    ai = LocalAI({LOCAL_MODEL: HashModel(8)})
+    assert len(ai.run(LOCAL_MODEL, {"text": ["t"] * 32})["data"]) == 32
+    with pytest.raises(AIError) as caught:
+        ai.run(LOCAL_MODEL, {"text": ["t"] * 33})
+    assert caught.value.code == 5006 and "more than 32 items at '/text'" in caught.value.message
+    with pytest.raises(AIError) as empty:
+        ai.run(LOCAL_MODEL, {"text": ["a", ""]})
+    assert empty.value.code == 5006 and "fewer than 1 characters" in empty.value.message
+
+
 def test_rest_contract_of_run(tmp_path: Path) -> None:
     cloud = LocalCloud(tmp_path, ai=LocalAI({"@fake/hash-8": HashModel(8)}))
     one = cloud.handle("POST", RUN + "@fake/hash-8", json.dumps({"text": "hot water"}).encode())

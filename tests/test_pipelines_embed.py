@@ -139,7 +139,7 @@ def test_config_from_the_settings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("HELPPUFF_EMBED_BATCH_SIZE", 33, r"HELPPUFF_EMBED_BATCH_SIZE must be 1-32"),
-    ("HELPPUFF_EMBED_BATCH_SIZE", 0, r"HELPPUFF_EMBED_BATCH_SIZE must be 1-32"),
+    ("HELPPUFF_EMBED_BATCH_SIZE", -1, r"HELPPUFF_EMBED_BATCH_SIZE must be 1-32"),
     ("HELPPUFF_EMBED_CONCURRENCY", 0, "HELPPUFF_EMBED_CONCURRENCY must be >= 1"),
     ("HELPPUFF_EMBED_LINGER", 0, "HELPPUFF_EMBED_LINGER must be > 0"),
     ("HELPPUFF_VECTORIZE_INDEX", "", "HELPPUFF_VECTORIZE_INDEX must name"),

@@ -17,7 +17,7 @@ What it covers, with the REST paths Cloudflare documents (developers.cloudflare.
 
 Limits are checked before sending (ValueError): D1 statements at most 100 bound parameters and
 100,000 bytes of SQL, vector ids and namespaces at most 64 bytes, topK at most 100 (50 with values
-or all metadata), at most 32 texts per embedding call. Callers size their batches from these
+or all metadata), at most 100 texts per embedding call. Callers size their batches from these
 constants rather than from numbers of their own.
 
 Pace and retries (helppuff_crawl.cloudflare.pacing): calls are paced under the account's rate limit
@@ -63,7 +63,7 @@ MAX_NAMESPACE_BYTES = 64
 MAX_TOP_K = 100  # without values and with at most indexed metadata
 MAX_TOP_K_WITH_VALUES = 50  # with returnValues or returnMetadata "all"
 MAX_UPSERT_VECTORS = 5000  # per HTTP API call
-MAX_EMBED_TEXTS = 32
+MAX_EMBED_TEXTS = 100  # the most any embedding model takes per call (bge-m3's maxItems); each model's own in models.json
 RETURN_METADATA = ("none", "indexed", "all")
 METRICS = ("cosine", "euclidean", "dot-product")
 METADATA_INDEX_TYPES = ("string", "number", "boolean")
@@ -500,7 +500,7 @@ class CloudflareClient:
         return result if isinstance(result, dict) else {"result": result}
 
     async def ai_embed(self, model: str, texts: Sequence[str], *, field: str = "text") -> Embeddings:
-        """Embed up to 32 texts with one call, sent as `{field: texts}`; the vectors come back in order.
+        """Embed up to 100 texts with one call, sent as `{field: texts}`; the vectors come back in order.
 
         The field is the model's input form (helppuff_crawl/embed/models.py reads it from the shared
         contract: "text" for bge-m3 and the local models, "documents" or "queries" for qwen3-embedding).
@@ -527,7 +527,7 @@ class CloudflareClient:
         return Embeddings([[float(x) for x in row] for row in data], list(shape), tokens)
 
     async def embed(self, model: str, texts: Sequence[str], *, field: str = "text") -> list[list[float]]:
-        """Embed up to 32 texts with one call; one vector per text, in order."""
+        """Embed up to 100 texts with one call; one vector per text, in order."""
         return (await self.ai_embed(model, texts, field=field)).vectors
 
     async def aclose(self) -> None:

@@ -180,6 +180,14 @@ class MiniLMEmbedder:
         return result.astype(np.float32), tokens
 
 
+def _max_items(model: str) -> int:
+    """Texts per call the model takes: its maxBatch in the contract (models.json)."""
+    from helppuff_crawl.config.contract import models
+
+    entry = models()["embedding"].get(model)
+    return int(entry["maxBatch"]) if entry else 100
+
+
 class LocalAI:
     """Workers AI `run` for the models registered here (by default the bundled sentence model),
     and for chat models when a chat server is given."""
@@ -204,6 +212,12 @@ class LocalAI:
         texts = [text] if isinstance(text, str) else text
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             raise AIError(400, 5006, "Error: Type mismatch of '/text', 'string' or 'array' of strings expected")
+        # The model's input limits, as its schema states them and Workers AI enforces them.
+        most = _max_items(model)
+        if isinstance(text, list) and len(texts) > most:
+            raise AIError(400, 5006, f"Error: Array must NOT have more than {most} items at '/text'")
+        if any(not t for t in texts):
+            raise AIError(400, 5006, "Error: String must NOT have fewer than 1 characters at '/text'")
         vectors, tokens = runner.embed(texts)
         return {
             "shape": [len(texts), runner.dimensions],

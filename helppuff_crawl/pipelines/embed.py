@@ -56,6 +56,7 @@ class EmbedConfig:
         index = IndexConfig.from_settings(settings, BackendConfig.from_settings(settings).remote)
         batch = settings.getint("HELPPUFF_EMBED_BATCH_SIZE")
         most = EMBEDDING_MODELS[index.model].max_batch
+        batch = batch or most  # 0: the model's own batch
         if not 1 <= batch <= most:
             raise ValueError(f"HELPPUFF_EMBED_BATCH_SIZE must be 1-{most} ({index.model}'s texts per call), got {batch}")
         concurrency = settings.getint("HELPPUFF_EMBED_CONCURRENCY")
