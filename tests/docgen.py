@@ -5,11 +5,19 @@ and "•" survive), each page a content stream with one text object per line
 (`BT /F1 11 Tf x y Td (text) Tj ET`), an optional /Info /Title, and an xref table with the real
 byte offsets. A page given as an empty list gets an empty content stream: a page of pictures of
 text, as a scanner makes, has no text objects either.
+
+`zip_bomb_docx(unpacked, ...)` is a real .docx with one more part of `unpacked` zero bytes
+(deflate packs them about 1,000 to 1, bzip2 far more), written with zipfile a megabyte at a time;
+`patch_zip_entry` then changes what an entry declares (its unpacked size, CRC-32 or flags) in
+both its local header and the central directory, which zipfile has no way to write: a zip whose
+declared sizes lie.
 """
 
 from __future__ import annotations
 
 import io
+import struct
+import zipfile
 from collections.abc import Sequence
 
 from docx import Document as new_docx
@@ -88,3 +96,49 @@ def docx_bytes(blocks: Sequence[tuple[str, str] | list[list[str]]], title: str =
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+BOMB_PART = "word/media/image1.png"
+_MIB = 1024 * 1024
+
+
+def zip_bomb_docx(unpacked: int, *, part: str = BOMB_PART, compress_type: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """A .docx that reads "Warranty terms", with `part` added: `unpacked` zero bytes, packed with
+    `compress_type` at its strongest level."""
+    out = io.BytesIO()
+    base = docx_bytes([("Title", "Warranty terms"), ("Normal", "All workmanship is guaranteed for 12 months.")])
+    with zipfile.ZipFile(io.BytesIO(base)) as source, \
+            zipfile.ZipFile(out, "w", compress_type, compresslevel=9) as archive:
+        for entry in source.infolist():
+            archive.writestr(entry, source.read(entry))
+        with archive.open(part, "w") as stream:
+            left = unpacked
+            while left > 0:
+                stream.write(bytes(min(left, _MIB)))
+                left -= _MIB
+    return out.getvalue()
+
+
+# Where a zip entry's fields sit: (offset in the local header, offset in the central directory record).
+_ENTRY_FIELDS = {"flags": (6, 8, "<H"), "crc": (14, 16, "<I"), "file_size": (22, 24, "<I")}
+
+
+def patch_zip_entry(data: bytes, name: str, field: str, value: int) -> bytes:
+    """`data` (a zip) with the entry `name` declaring `value` as its `field` ("file_size", "crc" or
+    "flags") in its local header and in the central directory; the packed bytes are untouched."""
+    local_at, central_at, form = _ENTRY_FIELDS[field]
+    out = bytearray(data)
+    end = data.rindex(b"PK\x05\x06")  # the end of central directory record
+    size, offset = struct.unpack_from("<II", data, end + 12)
+    at = offset
+    while at < offset + size:
+        if data[at: at + 4] != b"PK\x01\x02":
+            raise ValueError("not a central directory record")
+        name_length, extra_length, comment_length = struct.unpack_from("<HHH", data, at + 28)
+        header = struct.unpack_from("<I", data, at + 42)[0]
+        if data[at + 46: at + 46 + name_length] == name.encode():
+            struct.pack_into(form, out, at + central_at, value)
+            struct.pack_into(form, out, header + local_at, value)
+            return bytes(out)
+        at += 46 + name_length + extra_length + comment_length
+    raise KeyError(name)

@@ -5,10 +5,12 @@ in the test (tests/docgen.py), never downloaded."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from helppuff_crawl.text.documents import MAX_UNPACKED_BYTES
 from tests.conftest import kb_rows, run_helppuff
-from tests.docgen import docx_bytes, pdf_bytes
+from tests.docgen import BOMB_PART, docx_bytes, patch_zip_entry, pdf_bytes, zip_bomb_docx
 
 HEADER = "Acme Plumbing — Price list 2026"
 PRICE_LIST = pdf_bytes([
@@ -106,3 +108,31 @@ def test_bad_uploads_are_clear_errors(tmp_path: Path) -> None:
     assert code == 1 and "prices.xlsx: not learned: unsupported file type .xlsx" in out
     unknown = run_helppuff(tmp_path, "knowledge", "remove-file", "nothing.pdf", "--site", "acme")
     assert unknown.returncode == 2 and "no file of acme has that id or name" in unknown.stderr
+
+
+def test_a_zip_bomb_docx_is_one_line_and_takes_nothing_away(tmp_path: Path) -> None:
+    good = docx_bytes([("Title", "Warranty terms"), ("Normal", "All workmanship is guaranteed for 12 months.")])
+    assert _upload(tmp_path, "warranty.docx", good)[0] == 0
+    before = _passages(tmp_path)
+    bomb = zip_bomb_docx(MAX_UNPACKED_BYTES + 1024 * 1024)  # about 140 KB
+    cap = "a .docx is read up to 100 MB unpacked"
+    for data, reason in [
+        (bomb, rf"the Word file \(\d+ KB\) unpacks to 10[12]\.\d MB; {cap}"),
+        (patch_zip_entry(bomb, BOMB_PART, "file_size", 1000),
+         rf"the Word file \(\d+ KB\) unpacks to more than 100 MB \(its parts declare \d+ KB\); {cap}"),
+    ]:
+        path = tmp_path / "warranty.docx"
+        path.write_bytes(data)
+        result = run_helppuff(tmp_path, "knowledge", "upload", str(path), "--site", "acme")
+        assert result.returncode == 1
+        assert re.fullmatch(rf"warranty\.docx: not learned: {reason}\n", result.stdout), result.stdout
+        assert result.stderr == ""  # no traceback, no second telling
+        # The version learned before stays as it was.
+        assert _passages(tmp_path) == before and _files(tmp_path)["warranty.docx"]["status"] == "ok"
+    # A new file that is a bomb is recorded as failed with the reason, and nothing of it is learned.
+    code, out = _upload(tmp_path, "manual.docx", bomb)
+    assert code == 1 and out.startswith("manual.docx: not learned: the Word file (")
+    row = _files(tmp_path)["manual.docx"]
+    assert (row["status"], row["chars"]) == ("failed", 0)
+    assert re.fullmatch(rf"the Word file .*; {cap}", str(row["reason"]))
+    assert _passages(tmp_path) == before

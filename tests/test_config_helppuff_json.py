@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 
 from helppuff_crawl import settings as project
-from helppuff_crawl.config.helppuff_json import SCHEMA_PATH, config_problems, parse_config, schema, website_arguments
+from helppuff_crawl.config.helppuff_json import (
+    SCHEMA_PATH,
+    ConfigError,
+    config_problems,
+    listed_files,
+    parse_config,
+    read_config,
+    schema,
+    website_arguments,
+)
 from helppuff_crawl.web.categories import DEFAULT_EXCLUDE
 from tests.conftest import kb_rows, run_helppuff
 
@@ -125,3 +134,113 @@ def test_config_apply_stores_the_settings_and_keeps_the_listed_files_in_step(tmp
     assert any("Three free spaces" in text for text in texts) and not any("Two free spaces" in text for text in texts)
     again = apply(["parking.md"])
     assert again.stdout.splitlines()[1:] == ["  parking.md: unchanged"]
+
+
+# --- knowledge.files stay inside the folder of helppuff.json ------------------------------------
+
+
+def _site_folder(tmp_path: Path) -> Path:
+    """tmp_path/site holding helppuff.json's documents, beside tmp_path/private holding a secret."""
+    site, private = tmp_path / "site", tmp_path / "private"
+    (site / "docs").mkdir(parents=True)
+    private.mkdir()
+    (private / "secret.txt").write_text("Server password: hunter2\n", encoding="utf-8")
+    (site / "parking.md").write_text("# Parking\n\nTwo free spaces behind the workshop.\n", encoding="utf-8")
+    (site / "docs" / "vouchers.txt").write_text("Gift vouchers\nSold at the front counter.\n", encoding="utf-8")
+    (site / "docs" / "secret.txt").symlink_to(private / "secret.txt")  # a link that leads out
+    (site / "private").symlink_to(private, target_is_directory=True)  # a folder on the way that leads out
+    (site / "prices.md").symlink_to(site / "parking.md")  # a link that stays inside
+    return site
+
+
+def _config(folder: Path, files: list[str]) -> Path:
+    path = folder / "helppuff.json"
+    path.write_text(json.dumps({"backend": {"allowNoOrigin": True}, "knowledge": {"files": files}}), encoding="utf-8")
+    return path
+
+
+def test_listed_files_inside_the_folder_are_kept_with_their_own_names(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    site = _site_folder(tmp_path)
+    entries = ["parking.md", "docs/vouchers.txt", "docs/../parking.md", "./prices.md", "missing.pdf"]
+    path = _config(site, entries)
+    assert listed_files(path, read_config(path)) == [site / entry for entry in entries]
+    # helppuff.json named relative to the working folder: its entries are still relative to its own folder.
+    monkeypatch.chdir(tmp_path)
+    assert listed_files(Path("site/helppuff.json"), read_config(path)) == [site / entry for entry in entries]
+
+
+@pytest.mark.parametrize(("entry", "how"), [
+    pytest.param("../private/secret.txt", "with '..'", id="dot-dot"),
+    pytest.param("docs/../../private/secret.txt", "with '..'", id="dot-dot-in-the-middle"),
+    pytest.param("..", "with '..'", id="the-parent-itself"),
+    pytest.param("docs/secret.txt", "through a symbolic link, to {private}/secret.txt", id="symlink"),
+    pytest.param("private/secret.txt", "through a symbolic link, to {private}/secret.txt", id="symlinked-folder"),
+])
+def test_a_listed_file_outside_the_folder_is_refused_naming_the_entry(tmp_path: Path, entry: str, how: str) -> None:
+    site = _site_folder(tmp_path)
+    path = _config(site, ["parking.md", entry])
+    with pytest.raises(ConfigError) as caught:
+        read_config(path)
+    how = how.format(private=(tmp_path / "private").resolve())
+    assert caught.value.problems == [(f"knowledge.files.1: {entry!r} leads outside the folder of helppuff.json "
+                                      f"({site}) {how}; only files inside it can be listed")]
+
+
+def test_a_listed_file_in_a_loop_of_symbolic_links_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    site = _site_folder(tmp_path)
+    (site / "a.md").symlink_to(site / "b.md")
+    (site / "b.md").symlink_to(site / "a.md")
+    path = _config(site, ["a.md"])
+    with pytest.raises(ConfigError) as caught:
+        read_config(path)
+    problems = [problem.split(": ")[:2] for problem in caught.value.problems]
+    assert problems == [["knowledge.files.0", "'a.md' cannot be resolved"]]
+
+
+@pytest.mark.parametrize("entry", ["/etc/passwd", "{private}/secret.txt", "{site}/parking.md", "C:\\secret.txt",
+                                   "\\\\server\\share\\secret.txt"])
+def test_an_absolute_listed_file_is_refused_even_inside_the_folder(tmp_path: Path, entry: str) -> None:
+    site = _site_folder(tmp_path)
+    entry = entry.format(private=tmp_path / "private", site=site)
+    path = _config(site, [entry])
+    with pytest.raises(ConfigError) as caught:
+        listed_files(path, parse_config(path.read_text(encoding="utf-8")))
+    assert caught.value.problems == [(f"knowledge.files.0: {entry!r} is an absolute path; name the file relative "
+                                      f"to the folder of helppuff.json ({site})")]
+
+
+def test_config_check_names_every_listed_file_outside_the_folder(tmp_path: Path) -> None:
+    site = _site_folder(tmp_path)
+    path = _config(site, ["../private/secret.txt", "parking.md", "/etc/passwd", "docs/secret.txt"])
+    checked = run_helppuff(tmp_path, "config", "check", str(path))
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert lines[0] == f"{path}: 3 problems"
+    assert [line.split(":")[0] for line in lines[1:]] == ["  knowledge.files.0", "  knowledge.files.2",
+                                                          "  knowledge.files.3"]
+    assert checked.stderr == ""
+
+
+def test_config_apply_refuses_a_file_outside_the_folder_in_one_line_and_stores_nothing(tmp_path: Path) -> None:
+    site = _site_folder(tmp_path)
+    applied = run_helppuff(tmp_path, "config", "apply", str(_config(site, ["parking.md"])), "--site", "acme")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+
+    def stored() -> tuple[Any, ...]:
+        kb = tmp_path / "kb"
+        return (kb_rows(kb, "SELECT * FROM site_settings"), kb_rows(kb, "SELECT * FROM knowledge_files"),
+                kb_rows(kb, "SELECT * FROM chunks"))
+
+    before = stored()
+    path = site / "helppuff.json"
+    for entry in ["../private/secret.txt", str(tmp_path / "private" / "secret.txt"), "docs/secret.txt"]:
+        path.write_text(json.dumps({"backend": {"allowNoOrigin": False},
+                                    "knowledge": {"files": ["docs/vouchers.txt", entry]}}), encoding="utf-8")
+        refused = run_helppuff(tmp_path, "config", "apply", str(path), "--site", "acme")
+        assert refused.returncode == 2 and refused.stdout == "", entry
+        assert refused.stderr.startswith(f"helppuff config: {path}: knowledge.files.1: {entry!r} "), refused.stderr
+        assert len(refused.stderr.splitlines()) == 1 and "Traceback" not in refused.stderr
+        # Nothing stored, nothing uploaded or removed: not the new settings, not vouchers.txt, not the secret.
+        assert stored() == before
+    assert not any("hunter2" in row["text"] for row in before[2])

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import io
+import math
+import random
+import re
+import tracemalloc
 import zipfile
+import zlib
+from typing import Any
 
 import pytest
 
@@ -14,7 +20,7 @@ from helppuff_crawl.text.documents import (
     distill_pages,
     read_document,
 )
-from tests.docgen import docx_bytes, encrypted_pdf_bytes, pdf_bytes
+from tests.docgen import BOMB_PART, docx_bytes, encrypted_pdf_bytes, patch_zip_entry, pdf_bytes, zip_bomb_docx
 
 HEADER = "Acme Plumbing — Price list 2026"
 
@@ -369,3 +375,199 @@ def test_a_number_after_a_lower_case_word_continues_the_sentence() -> None:
     page = "Weekday call-out fee: $99, which covers the first\n30 minutes on site.\nOpen 7 days\n7am to 5pm"
     assert distill_pages([page]) == (
         "Weekday call-out fee: $99, which covers the first 30 minutes on site.\n\nOpen 7 days 7am to 5pm")
+
+
+# --- a .docx that unpacks past the cap: zip bombs ----------------------------------------------
+
+MIB = 1024 * 1024
+CAP = "a .docx is read up to 100 MB unpacked"
+WARRANTY = "# Warranty terms\n\nAll workmanship is guaranteed for 12 months."
+
+
+@pytest.fixture(scope="module")
+def bomb() -> bytes:
+    """A real .docx with one more part of 101 MiB of zeros: deflated about 1,000 to 1."""
+    return zip_bomb_docx(documents.MAX_UNPACKED_BYTES + MIB)
+
+
+def _declared(data: bytes) -> int:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return sum(entry.file_size for entry in archive.infolist())
+
+
+def _kb(data: bytes) -> str:
+    return f"{math.ceil(len(data) / 1024):,} KB"
+
+
+class _CountingInflater:
+    """zlib.decompressobj, counting every byte inflated (by documents.py, zipfile or python-docx)."""
+
+    inflated = 0
+
+    def __init__(self, *args: Any) -> None:
+        self._inflater = _REAL_DECOMPRESSOBJ(*args)
+
+    def decompress(self, data: Any, max_length: int = 0) -> bytes:
+        out = self._inflater.decompress(data, max_length)
+        _CountingInflater.inflated += len(out)
+        return out
+
+    def flush(self, *args: Any) -> bytes:
+        out = self._inflater.flush(*args)
+        _CountingInflater.inflated += len(out)
+        return out
+
+    def __getattr__(self, name: str) -> Any:  # eof, unconsumed_tail, unused_data
+        return getattr(self._inflater, name)
+
+
+_REAL_DECOMPRESSOBJ = zlib.decompressobj
+
+
+@pytest.fixture
+def inflated(monkeypatch: pytest.MonkeyPatch) -> type[_CountingInflater]:
+    """The counting inflater in place of zlib's; set `inflated` to 0 just before what is counted."""
+    monkeypatch.setattr(zlib, "decompressobj", _CountingInflater)
+    return _CountingInflater
+
+
+def test_the_counting_inflater_sees_a_docx_being_read(inflated: type[_CountingInflater]) -> None:
+    # The two tests below assert how little was inflated; here it counts what a good file takes.
+    data = zip_bomb_docx(0)
+    inflated.inflated = 0
+    assert read_document("warranty.docx", data).markdown == WARRANTY
+    assert inflated.inflated >= _declared(data)
+
+
+def test_a_zip_bomb_is_refused_by_its_declared_sizes_before_anything_is_inflated(
+        bomb: bytes, inflated: type[_CountingInflater]) -> None:
+    assert len(bomb) < 200 * 1024 < documents.MAX_UNPACKED_BYTES < _declared(bomb)
+    inflated.inflated = 0
+    with pytest.raises(DocumentError) as caught:
+        read_document("warranty.docx", bomb)
+    assert re.fullmatch(rf"the Word file \({_kb(bomb)}\) unpacks to 10[12]\.\d MB; {CAP}", str(caught.value))
+    assert inflated.inflated == 0
+
+
+def test_declared_sizes_that_lie_are_caught_while_inflating_in_bounded_chunks(
+        bomb: bytes, inflated: type[_CountingInflater]) -> None:
+    lying = patch_zip_entry(bomb, BOMB_PART, "file_size", 1000)
+    with zipfile.ZipFile(io.BytesIO(lying)) as archive:
+        assert archive.getinfo(BOMB_PART).file_size == 1000  # the lie is what zipfile reads
+    assert _declared(lying) < documents.RATIO_GRACE_BYTES  # under the cap, and under the ratio's notice
+    inflated.inflated = 0
+    tracemalloc.start()
+    try:
+        with pytest.raises(DocumentError) as caught:
+            read_document("warranty.docx", lying)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert re.fullmatch(rf"the Word file \({_kb(bomb)}\) unpacks to more than 100 MB \(its parts declare \d+ KB\); "
+                        f"{CAP}", str(caught.value))
+    # Inflating stopped just past the cap (the part holds 101 MiB), never holding much of it at once.
+    assert documents.MAX_UNPACKED_BYTES < inflated.inflated <= documents.MAX_UNPACKED_BYTES + 64 * 1024
+    assert peak < 4 * MIB
+
+
+@pytest.mark.parametrize(("method", "name", "unpacked"), [
+    pytest.param(zipfile.ZIP_BZIP2, "bzip2", documents.MAX_UNPACKED_BYTES + MIB, id="bzip2-bomb"),
+    pytest.param(zipfile.ZIP_LZMA, "lzma", 1000, id="lzma"),
+])
+def test_parts_not_packed_as_word_packs_them_are_refused(method: int, name: str, unpacked: int,
+                                                         inflated: type[_CountingInflater]) -> None:
+    data = zip_bomb_docx(unpacked, compress_type=method)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        part = archive.getinfo(BOMB_PART)
+    assert part.compress_size < 4096 and part.file_size == unpacked  # bzip2: a few hundred bytes for 101 MiB
+    inflated.inflated = 0
+    with pytest.raises(DocumentError) as caught:
+        read_document("warranty.docx", data)
+    assert str(caught.value) == (f"not a Word (.docx) file: {BOMB_PART} is packed with {name} "
+                                 "(Word packs its parts with deflate or not at all)")
+    assert inflated.inflated == 0
+
+
+def test_a_part_packed_far_tighter_than_any_document_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = zip_bomb_docx(2 * MIB)  # 2 MiB of zeros: about 1,000 to 1, well under the cap
+    with pytest.raises(DocumentError) as caught:
+        read_document("warranty.docx", data)
+    assert re.fullmatch(rf"the Word file \({_kb(data)}\) has a part, {BOMB_PART}, that unpacks to 1,0\d\d times its "
+                        r"packed size \(2\.0 MB\); a \.docx part is read up to 250 times", str(caught.value))
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        part = archive.getinfo(BOMB_PART)
+    monkeypatch.setattr(documents, "MAX_RATIO", math.ceil(part.file_size / part.compress_size))
+    assert read_document("warranty.docx", data).markdown == WARRANTY
+
+
+def test_small_parts_are_not_refused_for_their_ratio() -> None:
+    assert read_document("warranty.docx", zip_bomb_docx(documents.RATIO_GRACE_BYTES)).markdown == WARRANTY
+    with pytest.raises(DocumentError, match="times its packed size"):
+        read_document("warranty.docx", zip_bomb_docx(documents.RATIO_GRACE_BYTES + 1))
+
+
+def _repacked(data: bytes, method: int) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", method) as archive:
+        for entry in source.infolist():
+            archive.writestr(entry.filename, source.read(entry))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED], ids=["deflated", "stored"])
+def test_the_cap_itself_is_read_and_a_byte_over_it_is_not(monkeypatch: pytest.MonkeyPatch, method: int) -> None:
+    data = _repacked(zip_bomb_docx(0), method)
+    total = _declared(data)
+    monkeypatch.setattr(documents, "MAX_UNPACKED_BYTES", total)
+    assert read_document("warranty.docx", data).markdown == WARRANTY
+    monkeypatch.setattr(documents, "MAX_UNPACKED_BYTES", total - 1)
+    with pytest.raises(DocumentError, match=r"unpacks to \d+ KB; a \.docx is read up to"):
+        read_document("warranty.docx", data)
+    # With the last part declaring nothing, the declared sizes pass and the bytes counted do not.
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        last = [entry for entry in archive.infolist() if entry.file_size][-1]
+    lying = patch_zip_entry(data, last.filename, "file_size", 0)
+    monkeypatch.setattr(documents, "MAX_UNPACKED_BYTES", total - last.file_size)
+    with pytest.raises(DocumentError, match=r"unpacks to more than .* MB \(its parts declare \d+ KB\)"):
+        read_document("warranty.docx", lying)
+    # Under the cap, a part that is not the size its entry declares is refused all the same.
+    monkeypatch.setattr(documents, "MAX_UNPACKED_BYTES", total)
+    with pytest.raises(DocumentError) as caught:
+        read_document("warranty.docx", lying)
+    assert str(caught.value) == (f"cannot read the Word file: {last.filename} is not the size or checksum its zip "
+                                 "entry declares")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    pytest.param("crc", 0, "word/document.xml is not the size or checksum its zip entry declares", id="crc"),
+    pytest.param("file_size", 10, "word/document.xml is not the size or checksum its zip entry declares",
+                 id="smaller-than-it-is"),
+    pytest.param("flags", 1, "word/document.xml is encrypted", id="encrypted"),
+])
+def test_a_doctored_zip_entry_is_refused(field: str, value: int, message: str) -> None:
+    data = patch_zip_entry(zip_bomb_docx(0), "word/document.xml", field, value)
+    with pytest.raises(DocumentError) as caught:
+        read_document("warranty.docx", data)
+    assert str(caught.value) == f"cannot read the Word file: {message}"
+
+
+def test_a_long_docx_with_pictures_is_read_well_under_the_cap() -> None:
+    # Long text (past MAX_CHARS) and 6 MiB of pictures (which hardly deflate): a large real .docx.
+    rng = random.Random(15)
+    words = ["call", "out", "fee", "hot", "water", "drains", "gas", "fitting", "leak", "repair", "after", "hours"]
+    blocks: list[tuple[str, str] | list[list[str]]] = [("Title", "Acme operations manual")]
+    for section in range(200):
+        blocks.append(("Heading 1", f"Section {section + 1}"))
+        blocks.extend(("Normal", " ".join(rng.choice(words) for _ in range(60)) + ".") for _ in range(8))
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(docx_bytes(blocks))) as source, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for entry in source.infolist():
+            archive.writestr(entry, source.read(entry))
+        for n in range(3):
+            archive.writestr(f"word/media/image{n + 1}.jpeg", rng.randbytes(2 * MIB))
+    data = out.getvalue()
+    assert 6 * MIB < len(data) < documents.MAX_BYTES and _declared(data) < documents.MAX_UNPACKED_BYTES / 5
+    document = read_document("manual.docx", data)
+    assert document.truncated and document.title == "Acme operations manual"
+    assert document.markdown.startswith("# Acme operations manual\n\n## Section 1\n\n")

@@ -21,7 +21,7 @@ from typing import Any
 
 from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
-from helppuff_crawl.config.helppuff_json import ConfigError, read_config, schema
+from helppuff_crawl.config.helppuff_json import ConfigError, listed_files, read_config, schema
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,15 +38,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def apply_config(settings: Any, site: str, path: Path, config: dict[str, Any]) -> tuple[list[Any], list[str]]:
-    """Store `config` as the site's settings and apply its knowledge.files (paths relative to the file)."""
+    """Store `config` as the site's settings and apply its knowledge.files (paths inside the file's
+    folder; ConfigError naming each entry that is not, before anything is stored)."""
     from helppuff_crawl.cli.knowledge import open_knowledge
     from helppuff_crawl.kb.files import apply_listed_files
     from helppuff_crawl.kb.site_settings import set_site_settings
 
+    files = listed_files(path, config)
     kb, writer, embedder = open_knowledge(settings)
     try:
         await set_site_settings(kb, site, json.dumps(config, ensure_ascii=False, sort_keys=True))
-        files = [path.parent / name for name in config.get("knowledge", {}).get("files", [])]
         return await apply_listed_files(kb, writer, embedder.embed, site, files)
     finally:
         await kb.close()

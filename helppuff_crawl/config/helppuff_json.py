@@ -11,6 +11,12 @@ D1 site_settings, where `helppuff settings set` stores it) and `knowledge` for t
 of our own), with one format of ours: that the time zone exists. Every problem names its
 field: "backend.retrieval.finalK: 50 is greater than the maximum of 20".
 
+`knowledge.files` names documents relative to the folder the helppuff.json is in, and each must
+stay inside that folder (`listed_files`): an absolute path, a path that climbs out with "..", and
+a symbolic link (the file or a folder on its way) that leads outside are problems of the file,
+named by entry, like any other; so a helppuff.json cannot have another folder's files (say
+~/.ssh/id_rsa) uploaded into the site's knowledge base, where visitors can read them.
+
 The Worker reads the same fields leniently (a bad one keeps its default and is logged);
 `helppuff_crawl/schema/cases.json` lists documents both sides are tested on, so the two stay in step.
 """
@@ -19,8 +25,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import jsonschema
@@ -95,9 +102,49 @@ def parse_config(text: str, source: str = "helppuff.json") -> dict[str, Any]:
 
 
 def read_config(path: Path) -> dict[str, Any]:
+    """The checked configuration in the file `path` (knowledge.files too); ConfigError naming every problem."""
     if not path.is_file():
         raise ConfigError(str(path), ["no such file"])
-    return parse_config(path.read_text(encoding="utf-8"), str(path))
+    config = parse_config(path.read_text(encoding="utf-8"), str(path))
+    listed_files(path, config)
+    return config
+
+
+def listed_files(path: Path, config: dict[str, Any]) -> list[Path]:
+    """The files `config`'s knowledge.files lists, each inside the folder of `path` (the helppuff.json).
+
+    ConfigError naming every entry that is an absolute path or resolves outside the folder ("..",
+    or a symbolic link on its way that leads out). A listed file that does not exist is no problem
+    here: the upload says so. The paths returned are the folder joined with each entry, so a file
+    keeps the name its entry gives it."""
+    folder = path.absolute().parent
+    real_folder = folder.resolve()
+    problems = []
+    files = []
+    for i, entry in enumerate(config.get("knowledge", {}).get("files", [])):
+        field = f"knowledge.files.{i}"
+        if PurePosixPath(entry).is_absolute() or PureWindowsPath(entry).anchor:
+            problems.append(f"{field}: {entry!r} is an absolute path; name the file relative to the folder of "
+                            f"{path.name} ({folder})")
+            continue
+        listed = folder / entry
+        try:
+            real = listed.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a loop of symbolic links, a NUL in the name
+            problems.append(f"{field}: {entry!r} cannot be resolved: {exc}")
+            continue
+        if not real.is_relative_to(real_folder):
+            if Path(os.path.normpath(listed)).is_relative_to(folder):
+                how = f"through a symbolic link, to {real}"
+            else:
+                how = "with '..'"
+            problems.append(f"{field}: {entry!r} leads outside the folder of {path.name} ({folder}) {how}; "
+                            "only files inside it can be listed")
+            continue
+        files.append(listed)
+    if problems:
+        raise ConfigError(str(path), problems)
+    return files
 
 
 def website_arguments(config: dict[str, Any]) -> dict[str, Any]:

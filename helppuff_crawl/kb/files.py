@@ -1,10 +1,11 @@
 """Documents the owner uploads: price lists, brochures, policies the site does not have as pages.
 
-`helppuff knowledge upload FILE...` (or helppuff.json's knowledge.files, `helppuff config apply`) reads each file (text/documents.py: PDF, Word .docx,
-Markdown, text, up to 10 MB, distilled to at most 300,000 characters of Markdown), keeps the
-Markdown in D1 `knowledge_files`, and learns it as a page of passages at `helppuff://file/<id>` (the contract's files URL),
-searchable at once. A crawl rewrites the files' passages from the kept Markdown, so a change of
-embedding model re-embeds them without a new upload.
+`helppuff knowledge upload FILE...` (or helppuff.json's knowledge.files, `helppuff config apply`)
+reads each file (text/documents.py: PDF, Word .docx, Markdown, text, up to 10 MB, a .docx at most
+100 MB unpacked; distilled to at most 300,000 characters of Markdown), keeps the Markdown in D1
+`knowledge_files`, and learns it as a page of passages at `helppuff://file/<id>` (the contract's
+files URL), searchable at once. A crawl rewrites the files' passages from the kept Markdown, so a
+change of embedding model re-embeds them without a new upload.
 
 Uploading a file of the same name again replaces it (only changed passages are embedded again);
 the same bytes again change nothing. A file that cannot be read (a scan, a broken PDF) is
@@ -85,7 +86,8 @@ async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
         reason = str(exc)
         if known is None or known["status"] == "failed":
             await _save(kb, site, file_id, name, data, digest, None, "failed", reason, now, listed)
-        logger.warning("Upload of %s for %s failed: %s", name, site, reason)
+        # Info, not a warning: the Upload says why, and every caller reports it (the CLI in one line).
+        logger.info("Upload of %s for %s failed: %s", name, site, reason)
         return Upload(file_id, name, "failed", reason)
     await writer.ensure_index()
     await writer.claim_site(site)
@@ -146,7 +148,8 @@ async def apply_listed_files(kb: KnowledgeBase, writer: KnowledgeWriter, embed: 
     """Make the site's listed files what `paths` says (helppuff.json's knowledge.files): each read
     and uploaded (unchanged ones cost nothing), and files listed before but not now removed.
     Files uploaded by hand are left alone. Returns the uploads and the names removed; a path that
-    cannot be read is a failed Upload, and its earlier version stays."""
+    cannot be read is a failed Upload, and its earlier version stays. The paths are those
+    config.helppuff_json.listed_files gives: inside the helppuff.json's folder, checked there."""
     uploads = []
     for path in paths:
         try:

@@ -8,6 +8,28 @@ word/document.xml). Files over `MAX_BYTES` are refused. The Markdown is cut to `
 last blank line before the limit (else the last line break, else the last space) and the
 document is flagged `truncated`.
 
+A .docx is a zip, and a small zip can unpack to gigabytes (a "zip bomb"), so before python-docx
+opens it the zip is checked, in this order (`_check_zip`):
+
+1. Every part is stored or deflated (the only methods Office Open XML allows; bzip2 and LZMA
+   parts are refused, as zipfile would inflate them without a bound) and none is encrypted.
+2. Before anything is inflated: the unpacked sizes the zip declares add up to at most
+   `MAX_UNPACKED_BYTES`, and no part over `RATIO_GRACE_BYTES` declares more than `MAX_RATIO`
+   times its packed size.
+3. Declared sizes can lie, so every part is then inflated here, 64 KiB at a time, and counted
+   whatever its entry declares: once the count passes `MAX_UNPACKED_BYTES` the file is refused,
+   with no more inflated. A part whose bytes or CRC-32 differ from its entry is refused too, so
+   what python-docx inflates afterwards is exactly what was counted here.
+
+`MAX_UNPACKED_BYTES` is 100 MiB, ten times the largest upload, and a real long .docx fits in it
+many times over: Word's text deflates about 5 to 10 to 1 (measured: a document of 3,000,000
+characters, about 1,000 pages and ten times the `MAX_CHARS` kept, is 1 MB as a .docx and unpacks
+to 5 MB), and the pictures that make a large .docx large hardly deflate at all. Only a 10 MB file
+of nothing but text could come near the cap, and it would hold a hundred times what is kept. A
+zip bomb deflates about 1,000 to 1 (100 KB unpack to 100 MB), so the cap holds it to what a real
+document may take. `MAX_RATIO` is 250: the most repetitive real part measured, the document.xml
+of a 2,000-row table of empty cells, deflates 160 to 1.
+
 Reading:
 
 * PDF (pypdf): the text of each page, then `distill_pages`. A password-protected PDF, a broken
@@ -80,7 +102,9 @@ import io
 import logging
 import math
 import re
+import struct
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -100,10 +124,16 @@ logger = logging.getLogger(__name__)
 
 MAX_BYTES = 10 * 1024 * 1024  # a file over this is refused
 MAX_CHARS = 300_000  # the distilled Markdown is cut here (at a paragraph boundary)
+MAX_UNPACKED_BYTES = 100 * 1024 * 1024  # a .docx whose parts unpack to more than this is refused
+MAX_RATIO = 250  # a .docx part over RATIO_GRACE_BYTES unpacked may be at most this many times its packed size
+RATIO_GRACE_BYTES = 1024 * 1024  # parts up to this size are never refused for their ratio
 
 _KINDS = {".pdf": "pdf", ".docx": "docx", ".md": "markdown", ".markdown": "markdown", ".txt": "text"}
 _ACCEPTED = "PDF (.pdf), Word (.docx), Markdown (.md, .markdown) or text (.txt)"
 _MB = 1024 * 1024
+_INFLATE_CHUNK = 64 * 1024  # bytes inflated at a time while a .docx's parts are counted
+_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}  # the other methods zipfile would inflate
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip entry's local header: signature, ..., name and extra lengths
 
 # What pypdf and python-docx raise on files they cannot parse: their own errors, plus the
 # built-in ones a malformed file trips inside them (a missing key, a wrong type, bad XML).
@@ -159,8 +189,7 @@ def read_document(name: str, data: bytes) -> Document:
         found = f"file type .{extension}" if stem else "file without an extension"
         raise DocumentError(f"unsupported {found}; accepted: {_ACCEPTED}")
     if len(data) > MAX_BYTES:
-        size = math.ceil(len(data) / _MB * 10) / 10
-        raise DocumentError(f"the file is {size:.1f} MB; files are read up to {MAX_BYTES / _MB:g} MB")
+        raise DocumentError(f"the file is {_megabytes(len(data))} MB; files are read up to {MAX_BYTES / _MB:g} MB")
     pages = 0
     meta_title = ""
     if kind == "pdf":
@@ -215,6 +244,7 @@ def _read_docx(data: bytes) -> tuple[str, str]:
         is_word = False
     if not is_word:
         raise DocumentError("not a Word (.docx) file")
+    _check_zip(data)
     try:
         document = docx.Document(io.BytesIO(data))
         markdown = _docx_markdown(document)
@@ -222,6 +252,80 @@ def _read_docx(data: bytes) -> tuple[str, str]:
     except _READ_ERRORS as exc:
         raise DocumentError(f"cannot read the Word file: {_reason(exc)}") from exc
     return markdown, title
+
+
+def _check_zip(data: bytes) -> None:
+    """Refuse a .docx whose parts unpack past MAX_UNPACKED_BYTES or MAX_RATIO (the rules are above)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise DocumentError(f"cannot read the Word file: {_reason(exc)}") from exc
+    for entry in entries:
+        if entry.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            method = _METHODS.get(entry.compress_type, f"method {entry.compress_type}")
+            raise DocumentError(f"not a Word (.docx) file: {entry.filename} is packed with {method} "
+                                "(Word packs its parts with deflate or not at all)")
+        if entry.flag_bits & 0x1:
+            raise DocumentError(f"cannot read the Word file: {entry.filename} is encrypted")
+    packed = f"the Word file ({_size(len(data))})"
+    cap = f"a .docx is read up to {MAX_UNPACKED_BYTES / _MB:g} MB unpacked"
+    declared = sum(entry.file_size for entry in entries)
+    if declared > MAX_UNPACKED_BYTES:
+        raise DocumentError(f"{packed} unpacks to {_size(declared)}; {cap}")
+    for entry in entries:
+        ratio = entry.file_size / max(entry.compress_size, 1)
+        if entry.file_size > RATIO_GRACE_BYTES and ratio > MAX_RATIO:
+            raise DocumentError(f"{packed} has a part, {entry.filename}, that unpacks to {ratio:,.0f} times its "
+                                f"packed size ({_size(entry.file_size)}); a .docx part is read up to "
+                                f"{MAX_RATIO} times")
+    unpacked = 0
+    for entry in entries:
+        unpacked = _inflate(data, entry, unpacked, f"{packed} unpacks to more than "
+                            f"{MAX_UNPACKED_BYTES / _MB:g} MB (its parts declare {_size(declared)}); {cap}")
+
+
+def _inflate(data: bytes, entry: zipfile.ZipInfo, unpacked: int, over_cap: str) -> int:
+    """Inflate `entry` in bounded chunks, counting from `unpacked`; the new count.
+
+    DocumentError(`over_cap`) as soon as the count passes MAX_UNPACKED_BYTES, whatever the entry
+    declares; another DocumentError when the bytes or CRC-32 are not what the entry declares."""
+    damaged = DocumentError(f"cannot read the Word file: {entry.filename} is not the size or checksum its zip "
+                            "entry declares")
+    header = data[entry.header_offset: entry.header_offset + _LOCAL_HEADER.size]
+    if len(header) < _LOCAL_HEADER.size:
+        raise damaged
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    if signature != b"PK\x03\x04":
+        raise damaged
+    start = entry.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    raw = data[start: start + entry.compress_size]
+    size = crc = 0
+    if entry.compress_type == zipfile.ZIP_STORED:
+        for at in range(0, len(raw), _INFLATE_CHUNK):
+            chunk = raw[at: at + _INFLATE_CHUNK]
+            size, crc = size + len(chunk), zlib.crc32(chunk, crc)
+            if unpacked + size > MAX_UNPACKED_BYTES:
+                raise DocumentError(over_cap)
+    else:
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # a zip part is a raw deflate stream
+        pending = raw
+        try:
+            while not inflater.eof:
+                chunk = inflater.decompress(pending, _INFLATE_CHUNK)
+                pending = inflater.unconsumed_tail
+                if not chunk and not pending:
+                    break  # the stream stops short: damaged
+                size, crc = size + len(chunk), zlib.crc32(chunk, crc)
+                if unpacked + size > MAX_UNPACKED_BYTES:
+                    raise DocumentError(over_cap)
+        except zlib.error as exc:
+            raise damaged from exc
+        if not inflater.eof:
+            raise damaged
+    if size != entry.file_size or crc != entry.CRC:
+        raise damaged
+    return unpacked + size
 
 
 def _docx_markdown(document: DocxDocument) -> str:
@@ -423,6 +527,16 @@ def _first_heading(markdown: str) -> str:
         elif not fenced and (heading := _ATX_HEADING.fullmatch(line)) and heading[1]:
             return _one_line(heading[1])
     return ""
+
+
+def _megabytes(size: int) -> str:
+    """`size` bytes in MB with one decimal, rounded up ("10.1" for a byte over 10 MB)."""
+    return f"{math.ceil(size / _MB * 10) / 10:,.1f}"
+
+
+def _size(size: int) -> str:
+    """`size` bytes as "137 KB" under a megabyte, else as "101.8 MB" (both rounded up)."""
+    return f"{math.ceil(size / 1024):,} KB" if size < _MB else f"{_megabytes(size)} MB"
 
 
 def _one_line(text: str) -> str:
