@@ -94,7 +94,12 @@ def load_question_sets(names: list[str] | None) -> list[QuestionSet]:
         if names and data["site"] not in names:
             continue
         if not (SITES_DIR / data["site"]).is_dir():
-            raise SystemExit(f"{path}: no site folder tests/sites/{data['site']}")
+            if names:
+                raise SystemExit(f"{path}: no site folder tests/sites/{data['site']}")
+            # The sets about ../shared/data/sites are measured once this bench serves those sites as
+            # their hosts would (issue 12); until then they are left out, and said so.
+            print(f"{path.name}: left out (its site is not in tests/sites)", file=sys.stderr)
+            continue
         sets.append(QuestionSet(data["site"], data["questions"], data.get("unanswerable", [])))
     if not sets:
         raise SystemExit(f"no question set in {QUESTIONS_DIR} matches {names}")
