@@ -48,6 +48,7 @@ async def setup(settings: Any, site: str) -> dict[str, Any]:
         had_index = await kb.client.vectorize_get_index(writer.index) is not None
         await writer.ensure_index()
         await writer.claim_site(site)
+        await writer.wait_for_writes()  # the metadata index in place before any vector is written
         return {"site": site, "d1_database": database, "migrations_applied": migrations,
                 "vector_index": writer.index, "index_created": not had_index, "model": writer.model,
                 "dimensions": writer.dimensions, "namespace": site, "remote": backend.remote}

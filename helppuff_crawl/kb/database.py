@@ -8,6 +8,7 @@ Every read and write goes through `CloudflareClient`, to Cloudflare's D1 or to t
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ class BackendConfig:
     api_token: str
     account_id: str
     api_base: str
+    vectorize_delay: float  # the local cloud's Vectorize: seconds before a write is applied
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> BackendConfig:
@@ -48,8 +50,15 @@ class BackendConfig:
         api_base = str(settings.get("HELPPUFF_CLOUDFLARE_API_BASE") or "")
         if token and not api_base:
             raise ValueError("HELPPUFF_CLOUDFLARE_API_BASE must be the Cloudflare API's base URL")
+        delay = settings.get("HELPPUFF_LOCAL_VECTORIZE_DELAY")
+        try:
+            vectorize_delay = float(delay)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            vectorize_delay = math.nan
+        if not (math.isfinite(vectorize_delay) and vectorize_delay >= 0):
+            raise ValueError(f"HELPPUFF_LOCAL_VECTORIZE_DELAY must be seconds >= 0, got {delay!r}")
         return cls(data_dir=Path(data_dir), database=database, api_token=token, account_id=account,
-                   api_base=api_base)
+                   api_base=api_base, vectorize_delay=vectorize_delay)
 
     @property
     def remote(self) -> bool:
@@ -63,7 +72,8 @@ def open_client(config: BackendConfig) -> CloudflareClient:
     # The local cloud is imported only when it is used: on Cloudflare, its model stack never loads.
     from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalCloud, LocalTransport
 
-    return CloudflareClient(LocalTransport(LocalCloud(config.data_dir)), LOCAL_ACCOUNT_ID)
+    cloud = LocalCloud(config.data_dir, vectorize_delay=config.vectorize_delay)
+    return CloudflareClient(LocalTransport(cloud), LOCAL_ACCOUNT_ID)
 
 
 class KnowledgeBase:

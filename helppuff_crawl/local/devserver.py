@@ -87,6 +87,7 @@ class DevOptions:
     index: str = "helppuff"  # Vectorize index name (HELPPUFF_VECTORIZE_INDEX)
     worker_dir: Path = WORKER_DIR
     chat: ChatServerConfig | None = None  # an OpenAI-compatible chat server (HELPPUFF_LOCAL_CHAT_URL), or none
+    vectorize_delay: float | None = None  # seconds before a Vectorize write applies (HELPPUFF_LOCAL_VECTORIZE_DELAY)
 
     def __post_init__(self) -> None:
         for name in ("port", "cloud_port"):
@@ -229,7 +230,7 @@ class DevServer:
         if self.options.cloud_port and not port_is_free(self.options.cloud_port):
             raise DevServerError(f"port {self.options.cloud_port} on {LOOPBACK} is in use: pass another --cloud-port")
         ai = LocalAI(chat=OpenAIChat(self.options.chat)) if self.options.chat is not None else None
-        self.cloud = cloud = LocalCloud(self.options.data_dir, ai=ai)
+        self.cloud = cloud = LocalCloud(self.options.data_dir, ai=ai, vectorize_delay=self.options.vectorize_delay)
         self.token = secrets.token_urlsafe(24)
         self._server, self.cloud_url = serve_local_cloud(cloud, LOOPBACK, self.options.cloud_port, token=self.token)
         self._warmup = threading.Thread(target=self._load_models, args=(cloud,), name="helppuff-warmup", daemon=True)
