@@ -277,17 +277,24 @@ async def add_filler(dev: DevServer, site: str, start: int, count: int, rng: ran
     """Write filler chunks (D1) and random unit vectors (Vectorize, the site's namespace) via the REST APIs."""
     client = CloudflareClient(HttpTransport(dev.token, dev.cloud_url, timeout=300.0), LOCAL_ACCOUNT_ID)
     np_rng = np.random.default_rng(rng.randrange(2**32))
+    mutation = None
     try:
         for first in range(start, start + count, 500):
             size = min(500, start + count - first)
             await client.d1_batch(dev.database_id, filler_chunks(site, first, size, rng))
             values = np_rng.standard_normal((size, DIMENSIONS)).astype(np.float32)
             values /= np.linalg.norm(values, axis=1, keepdims=True)
-            await client.vectorize_upsert(dev.options.index, [
+            mutation = await client.vectorize_upsert(dev.options.index, [
                 {"id": filler_id(first + i), "values": values[i].tolist(), "namespace": site,
                  "metadata": {"category": "other", "page": f"https://filler.example/page-{first + i}"}}
                 for i in range(size)
             ])
+        # Vectorize applies writes asynchronously (the local cloud too): measure once they are visible.
+        give_up = time.monotonic() + 120
+        while mutation and time.monotonic() < give_up:
+            if (await client.vectorize_index_info(dev.options.index)).get("processedUpToMutation") == mutation:
+                break
+            await asyncio.sleep(0.1)
     finally:
         await client.aclose()
 

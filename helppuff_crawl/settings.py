@@ -117,6 +117,13 @@ HELPPUFF_LOCAL_CHAT_MODEL = os.environ.get("HELPPUFF_LOCAL_CHAT_MODEL", "")
 
 # Vectorize index for the chunks' vectors (one embedding model per index; a namespace per site).
 HELPPUFF_VECTORIZE_INDEX = os.environ.get("HELPPUFF_VECTORIZE_INDEX", "helppuff")
+# Vectorize applies writes asynchronously: seconds a crawl (and a knowledge command) waits at its end for
+# its writes to be visible (the index's processedUpToMutation reaching its last mutation); past it
+# they are reported pending.
+HELPPUFF_VECTORIZE_WAIT = 60.0
+# The local cloud's Vectorize applies each write this many seconds after accepting it, in order, as
+# Cloudflare's does within seconds (0: at once; only for tests that need instant visibility).
+HELPPUFF_LOCAL_VECTORIZE_DELAY = 1.0
 # Embedding model: "" = @cf/baai/bge-m3 on Cloudflare, @local/all-minilm-l6-v2 in the local cloud.
 HELPPUFF_EMBED_MODEL = os.environ.get("HELPPUFF_EMBED_MODEL", "")
 # Texts per embedding call (batches are filled across pages): 0 = the model's maxBatch in models.json

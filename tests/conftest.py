@@ -76,13 +76,14 @@ def make_crawler(settings: Any) -> Any:
     return CrawlerRunner(settings).create_crawler(SiteSpider)
 
 
-def local_kb(folder: Path, database: str = "helppuff") -> Any:
-    """A KnowledgeBase on a local cloud in `folder` (its D1 `database` a SQLite file there)."""
+def local_kb(folder: Path, database: str = "helppuff", **settings: Any) -> Any:
+    """A KnowledgeBase on a local cloud in `folder` (its D1 `database` a SQLite file there), with the
+    project's settings and `settings` on top (e.g. HELPPUFF_LOCAL_VECTORIZE_DELAY)."""
     from helppuff_crawl.kb.database import KnowledgeBase
     from tests.crawlers import project_defaults
 
     return KnowledgeBase.from_settings({**project_defaults(), "HELPPUFF_DATA_DIR": str(folder),
-                                        "HELPPUFF_D1_DATABASE": database})
+                                        "HELPPUFF_D1_DATABASE": database, **settings})
 
 
 def kb_rows(kb: Path, sql: str, *params: Any) -> list[dict[str, Any]]:

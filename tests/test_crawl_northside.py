@@ -19,10 +19,12 @@ SITE_DIR = Path(__file__).parent / "sites" / "northside-dental"
 
 @pytest_twisted.async_fixture(scope="module")
 async def northside(serve_site, tmp_path_factory):  # type: ignore[no-untyped-def]
-    """Crawl the site once for this module; yield (site URL, knowledge base folder)."""
+    """Crawl the site once for this module; yield (site URL, knowledge base folder).
+
+    Its Vectorize applies each write 3 s after accepting it (Cloudflare's take seconds too)."""
     server = serve_site("northside-dental")
     tmp_path = tmp_path_factory.mktemp("northside")
-    crawler = make_crawler(project_settings(tmp_path, HELPPUFF_RENDER_JS="never"))
+    crawler = make_crawler(project_settings(tmp_path, HELPPUFF_RENDER_JS="never", HELPPUFF_LOCAL_VECTORIZE_DELAY=3.0))
     await crawler.crawl(url=server.url, site="dental")
     return server.url, tmp_path / "kb"
 
@@ -89,9 +91,30 @@ def test_business_details_come_from_json_ld_and_links(northside) -> None:  # typ
 def test_every_chunk_has_its_vector(northside) -> None:  # type: ignore[no-untyped-def]
     _, kb = northside
     chunk_ids = {r["id"] for r in kb_rows(kb, "SELECT id FROM chunks WHERE site = 'dental'")}
+    # Read as the file is, applying nothing: the crawl ended only once its writes were applied.
     conn = sqlite3.connect(kb / "vectorize" / "helppuff.sqlite3")
     try:
         vector_ids = {row[0] for row in conn.execute("SELECT id FROM vectors WHERE namespace = 'dental'")}
+        unapplied = conn.execute("SELECT COUNT(*) FROM mutations").fetchone()[0]
     finally:
         conn.close()
-    assert chunk_ids and chunk_ids == vector_ids
+    assert chunk_ids and chunk_ids == vector_ids and unapplied == 0
+    run = kb_rows(kb, "SELECT stats FROM crawl_runs WHERE site = 'dental'")[0]
+    assert json.loads(run["stats"])["helppuff/vectors/pending"] == 0
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_knowledge_base_is_consistent_when_the_crawl_ends(northside):  # type: ignore[no-untyped-def]
+    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
+    from helppuff_crawl.text.chunking import ChunkSizes
+    from tests.conftest import local_kb, run_async
+
+    _, kb_dir = northside
+    kb = local_kb(kb_dir, HELPPUFF_LOCAL_VECTORIZE_DELAY=3.0)
+    writer = KnowledgeWriter(kb, IndexConfig("helppuff", "@local/all-minilm-l6-v2", 384, ChunkSizes(150, 800)))
+    report = yield run_async(writer.consistency("dental", wait=0))  # nothing of its own to wait for
+    info = yield run_async(kb.client.vectorize_index_info("helppuff"))
+    yield run_async(kb.close())
+    assert report["consistent"], report
+    assert report["chunks"] == report["vectors"] == info["vectorCount"] > 29 and report["pending"] == 0
+    assert info["processedUpToMutation"] and info["processedUpToDatetime"]

@@ -20,6 +20,7 @@ from helppuff_crawl.kb.writer import (
 )
 from helppuff_crawl.text.chunking import ChunkMeta, ChunkSizes, chunk_page
 from tests.conftest import local_kb, run_async
+from tests.test_local_vectorize import applied
 
 SITE, URL = "acme", "https://acme.example/services"
 DIMS = 8
@@ -278,3 +279,71 @@ def test_a_300000_character_document_is_learned_changed_and_removed(tmp_path: Pa
     assert result["after_change"]["consistent"] and result["after_change"]["chunks"] == result["learned"]
     assert result["removed"] == result["learned"]
     assert result["after_removal"] == {**result["after_removal"], "consistent": True, "chunks": 0, "vectors": 0}
+
+
+# --- Vectorize applies writes asynchronously ----------------------------------------------------
+
+_OTHER = "https://acme.example/contact"
+
+
+async def _pending_scenario(tmp_path: Path) -> dict[str, Any]:
+    kb, writer = _open(tmp_path)  # the project's default delay
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+    await _write(writer, _V1)
+    assert (await writer.consistency(SITE))["consistent"]  # it waits for its own writes
+    lost = min(r["id"] for r in await kb.query("SELECT id FROM chunks WHERE url = ?", [URL]))
+    await applied(kb.client, "test-index", await kb.client.vectorize_delete_by_ids("test-index", [lost]))
+    # A writer whose Vectorize takes an hour to apply anything writes another page.
+    slow_kb = local_kb(tmp_path, "kb", HELPPUFF_LOCAL_VECTORIZE_DELAY=3600)
+    slow = KnowledgeWriter(slow_kb, _index())
+    rows = [ChunkRow.from_chunk(c, seq, _OTHER, "Contact", "contact") for seq, c in
+            enumerate(chunk_page(_V2, ChunkMeta(SITE, _OTHER, "Contact", "contact"), SIZES))]
+    await slow.write_page(SITE, _OTHER, rows, {r.id: _vector(r.embed_text) for r in rows}, None)
+    result = {"lost": lost, "written": sorted(r.id for r in rows), "settled": await slow.wait_for_writes(0),
+              "pending_ids": slow.pending_ids, "report": await slow.consistency(SITE, wait=0),
+              "last": slow.last_mutation, "info": await slow_kb.client.vectorize_index_info("test-index")}
+    await slow_kb.close()
+    await kb.close()
+    return result
+
+
+@pytest_twisted.inlineCallbacks
+def test_writes_not_applied_yet_are_pending_and_lost_vectors_missing(tmp_path: Path):  # type: ignore[no-untyped-def]
+    result = yield run_async(_pending_scenario(tmp_path))
+    report = result["report"]
+    assert result["settled"] is False and result["pending_ids"] == set(result["written"])
+    assert report["pending_vectors"] == result["written"] and report["pending"] == 2
+    assert report["missing_vectors"] == [result["lost"]]  # lost behind the writer's back: missing
+    assert report["orphan_vectors"] == [] and not report["consistent"]
+    assert result["info"]["processedUpToMutation"] != result["last"]
+
+
+async def _overtaken_scenario(tmp_path: Path) -> dict[str, Any]:
+    kb, writer = _open(tmp_path)  # the project's default delay
+    quick_kb = local_kb(tmp_path, "kb", HELPPUFF_LOCAL_VECTORIZE_DELAY=0)
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+    seen = {}
+    for step, markdown in (("upsert", _V1), ("delete", "")):
+        if markdown:
+            await _write(writer, markdown)
+        else:
+            await writer.remove_page(SITE, URL)
+        # Another writer's mutation, accepted after this writer's last: applied together with it, so
+        # processedUpToMutation never shows this writer's own.
+        other = await quick_kb.client.vectorize_delete_by_ids("test-index", ["someone-elses"])
+        seen[step] = {"settled": await writer.wait_for_writes(30), "pending": writer.pending_ids,
+                      "processed": (await kb.client.vectorize_index_info("test-index"))["processedUpToMutation"],
+                      "other": other, "mine": writer.last_mutation}
+    await quick_kb.close()
+    await kb.close()
+    return seen
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_writer_sees_its_writes_applied_past_another_writers(tmp_path: Path):  # type: ignore[no-untyped-def]
+    seen = yield run_async(_overtaken_scenario(tmp_path))
+    for step in ("upsert", "delete"):
+        assert seen[step]["processed"] == seen[step]["other"] != seen[step]["mine"], step
+        assert seen[step]["settled"] is True and seen[step]["pending"] == set(), step

@@ -1,20 +1,72 @@
-"""The local cloud's Vectorize: Cloudflare's REST contract, exact search, filters, persistence."""
+"""The local cloud's Vectorize: Cloudflare's REST contract, exact search, filters, persistence, and
+writes applied asynchronously (after a delay, in order, reported by info) as Cloudflare applies them.
+
+Every test here runs with the project's default delay, or a longer one; those about when a write
+becomes visible drive the index's clock instead of waiting.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import pytest_twisted
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
 from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
-from helppuff_crawl.local.vectorize import VectorizeError, compile_filter
+from helppuff_crawl.local.vectorize import (
+    LocalVectorIndex,
+    VectorizeError,
+    compile_filter,
+)
 from tests.conftest import run_async
 
 V2 = "/client/v4/accounts/local/vectorize/v2/indexes"
+_PATIENCE = 60.0  # seconds a test waits at most for a write to be applied (the default delay is 1 s)
+
+
+def _applied(cloud: LocalCloud, name: str, mutation: str) -> dict[str, Any]:
+    """Poll GET .../info, as a client waits for a write, until `mutation` is processed; the info."""
+    give_up = time.monotonic() + _PATIENCE
+    while True:
+        info = cloud.handle("GET", f"{V2}/{name}/info").body["result"]
+        if info["processedUpToMutation"] == mutation or time.monotonic() > give_up:
+            assert info["processedUpToMutation"] == mutation, info
+            return info
+        time.sleep(0.05)
+
+
+async def applied(client: CloudflareClient, name: str, mutation: str | None) -> dict[str, Any]:
+    """The same through the client (on Cloudflare too: its writes are asynchronous)."""
+    assert mutation
+    give_up = time.monotonic() + _PATIENCE
+    while True:
+        info = await client.vectorize_index_info(name)
+        if info["processedUpToMutation"] == mutation or time.monotonic() > give_up:
+            assert info["processedUpToMutation"] == mutation, info
+            return info
+        await asyncio.sleep(0.05)
+
+
+class Clock:
+    """Unix time that a test moves on by hand."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _stamp(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _post(cloud: LocalCloud, path: str, payload: Any, ctype: str = "application/json") -> Any:
@@ -54,19 +106,51 @@ def test_rest_contract_of_indexes_and_upserts(tmp_path: Path) -> None:
         {"code": 40012, "message": 'invalid vector for id="b", expected 3 dimensions, and got 2 dimensions'}
     ]
     info = cloud.handle("GET", V2 + "/kb/info").body["result"]
-    assert info["vectorCount"] == 0 and info["dimensions"] == 3
+    assert info == {"dimensions": 3, "vectorCount": 0, "processedUpToMutation": None, "processedUpToDatetime": None}
 
     ok = _post(cloud, "/kb/upsert", _ndjson({"id": "a", "values": [1, 0, 0]}, {"id": "b", "values": [0, 1, 0]}),
                "application/x-ndjson")
     assert ok.status == 200 and len(ok.body["result"]["mutationId"]) == 36
-    info = cloud.handle("GET", V2 + "/kb/info").body["result"]
-    assert info["vectorCount"] == 2 and info["processedUpToMutation"] == ok.body["result"]["mutationId"]
+    info = _applied(cloud, "kb", ok.body["result"]["mutationId"])
+    assert info["vectorCount"] == 2 and info["processedUpToDatetime"].endswith("Z")
 
     query = _post(cloud, "/kb/query", {"vector": [1, 0], "topK": 1})
     assert query.status == 400
     assert query.body["errors"][0]["message"] == "invalid query vector, expected 3 dimensions, and got 2 dimensions"
-    too_many = _post(cloud, "/kb/query", {"vector": [1, 0, 0], "topK": 51, "returnValues": True})
-    assert too_many.status == 400
+    cloud.close()
+
+
+@pytest.mark.parametrize(("options", "cap"), [
+    # developers.cloudflare.com/vectorize/platform/limits/: topK at most 50 with values or all
+    # metadata, 100 without (indexed metadata is not "all": 100)
+    ({"returnValues": True}, 50),
+    ({"returnMetadata": "all"}, 50),
+    ({"returnMetadata": True}, 50),  # the older boolean form means all
+    ({"returnMetadata": "indexed"}, 100),
+    ({"returnMetadata": "none", "returnValues": False}, 100),
+    ({}, 100),
+])
+def test_top_k_caps_as_documented(tmp_path: Path, options: dict[str, Any], cap: int) -> None:
+    cloud = LocalCloud(tmp_path)
+    _post(cloud, "", {"name": "kb", "config": {"dimensions": 3, "metric": "cosine"}})
+    at_cap = _post(cloud, "/kb/query", {"vector": [1, 0, 0], "topK": cap, **options})
+    assert at_cap.status == 200, at_cap.body
+    over = _post(cloud, "/kb/query", {"vector": [1, 0, 0], "topK": cap + 1, **options})
+    assert over.status == 400 and over.body["errors"][0]["code"] == 40008
+    assert f"1-{cap}" in over.body["errors"][0]["message"]
+    cloud.close()
+
+
+def test_a_write_is_accepted_at_once_and_visible_only_later(tmp_path: Path) -> None:
+    cloud = LocalCloud(tmp_path, vectorize_delay=3600)  # an hour: nothing can be applied during the test
+    _post(cloud, "", {"name": "kb", "config": {"dimensions": 3, "metric": "cosine"}})
+    ok = _post(cloud, "/kb/upsert", _ndjson({"id": "a", "values": [1, 0, 0]}), "application/x-ndjson")
+    assert ok.status == 200 and len(ok.body["result"]["mutationId"]) == 36
+    assert _post(cloud, "/kb/get_by_ids", {"ids": ["a"]}).body["result"] == []
+    assert _post(cloud, "/kb/query", {"vector": [1, 0, 0], "topK": 5}).body["result"] == {"count": 0, "matches": []}
+    info = cloud.handle("GET", V2 + "/kb/info").body["result"]
+    assert (info["vectorCount"], info["processedUpToMutation"]) == (0, None)
+    assert cloud.vector_index("kb").pending() == 1
     cloud.close()
 
 
@@ -82,8 +166,9 @@ def test_rest_contract_of_indexes_and_upserts(tmp_path: Path) -> None:
 def test_scores_follow_the_metric(tmp_path: Path, metric: str, expected: list[tuple[str, float]]) -> None:
     cloud = LocalCloud(tmp_path)
     _post(cloud, "", {"name": "m", "config": {"dimensions": 3, "metric": metric}})
-    _post(cloud, "/m/upsert", _ndjson({"id": "a", "values": [2, 0, 0]}, {"id": "b", "values": [0, 3, 3]},
-                                      {"id": "c", "values": [1, 1, 0]}), "application/x-ndjson")
+    written = _post(cloud, "/m/upsert", _ndjson({"id": "a", "values": [2, 0, 0]}, {"id": "b", "values": [0, 3, 3]},
+                                                {"id": "c", "values": [1, 1, 0]}), "application/x-ndjson")
+    _applied(cloud, "m", written.body["result"]["mutationId"])
     matches = _post(cloud, "/m/query", {"vector": [1, 1, 0], "topK": 3}).body["result"]["matches"]
     assert [(m["id"], round(m["score"], 6)) for m in matches] == expected
     cloud.close()
@@ -123,6 +208,17 @@ def test_metadata_filters(filter: dict[str, Any], expected: str) -> None:
     assert "".join(vid for vid, meta in _ROWS.items() if predicate(meta)) == expected
 
 
+def test_a_filter_matches_only_vectors_written_after_its_metadata_index() -> None:
+    # category's index was created by mutation 5, price's by mutation 2.
+    created = {"category": 5, "price": 2, "faq": 2, "page.lang": 2}
+    pricing = compile_filter({"category": "pricing"}, _INDEXED, created)
+    other = compile_filter({"category": {"$ne": "pricing"}}, _INDEXED, created)
+    cheap = compile_filter({"price": {"$lt": 100}}, _INDEXED, created)
+    assert [pricing(_ROWS["a"], seq) for seq in (4, 5, 6)] == [False, False, True]
+    assert [other(_ROWS["b"], seq) for seq in (5, 6)] == [False, True]  # $ne too: not in the index
+    assert [cheap(_ROWS["b"], seq) for seq in (2, 3)] == [False, True]
+
+
 @pytest.mark.parametrize(
     "filter",
     [{"category": {"$regex": "p.*"}}, {"category": {"$in": "pricing"}}, {"$and": []}, {"price": {"$lt": [1]}}],
@@ -143,7 +239,7 @@ async def vector_round_trip(client: CloudflareClient) -> None:
     assert await client.vectorize_list_metadata_indexes("helppuff-acme") == [
         {"propertyName": "category", "indexType": "string"}
     ]
-    await client.vectorize_upsert("helppuff-acme", [
+    upserted = await client.vectorize_upsert("helppuff-acme", [
         {"id": "p1", "values": [1, 0, 0, 0], "namespace": "acme",
          "metadata": {"category": "pricing", "url": "https://acme.com.au/prices"}},
         {"id": "p2", "values": [0.9, 0.1, 0, 0], "namespace": "acme",
@@ -152,6 +248,7 @@ async def vector_round_trip(client: CloudflareClient) -> None:
          "metadata": {"category": "pricing", "url": "https://acme.com.au/quotes"}},
         {"id": "o1", "values": [1, 0, 0, 0], "namespace": "other", "metadata": {"category": "pricing"}},
     ])
+    await applied(client, "helppuff-acme", upserted)  # writes are asynchronous: wait as a client must
     matches = await client.vectorize_query("helppuff-acme", [1, 0, 0, 0], top_k=5, namespace="acme",
                                            return_metadata="indexed", filter={"category": "pricing"})
     assert [m["id"] for m in matches] == ["p1", "p3"]
@@ -170,7 +267,7 @@ async def vector_round_trip(client: CloudflareClient) -> None:
     assert [(v["id"], v["namespace"]) for v in got] == [("p2", "acme"), ("o1", "other")]
     assert got[0]["metadata"]["category"] == "service"
 
-    await client.vectorize_delete_by_ids("helppuff-acme", ["p1", "missing"])
+    await applied(client, "helppuff-acme", await client.vectorize_delete_by_ids("helppuff-acme", ["p1", "missing"]))
     left = await client.vectorize_query("helppuff-acme", [1, 0, 0, 0], top_k=5, namespace="acme")
     assert [m["id"] for m in left] == ["p2", "p3"]
     assert (await client.vectorize_index_info("helppuff-acme"))["vectorCount"] == 3
@@ -208,6 +305,109 @@ async def _round_trip(tmp_path: Path) -> None:
     await reopened.aclose()
 
 
+# --- asynchronous writes, on the index's own clock --------------------------------------------
+
+
+def _vec(vid: str, values: list[float], **extra: Any) -> dict[str, Any]:
+    return {"id": vid, "values": values, **extra}
+
+
+def test_writes_apply_after_their_delay_in_order_whoever_made_them(tmp_path: Path) -> None:
+    clock = Clock()
+    path = tmp_path / "ix.sqlite3"
+    slow = LocalVectorIndex.create(path, "ix", 3, "cosine", delay=5, clock=clock)
+    quick = LocalVectorIndex(path, delay=0, clock=clock)  # another process on the same file, no delay
+    first = slow.upsert([_vec("a", [1, 0, 0]), _vec("x", [0, 0, 1])])
+    second = quick.upsert([_vec("b", [0, 1, 0])])
+    third = quick.delete_by_ids(["x"])
+    # The quick writes wait behind the slow one: mutations apply in the order they were accepted.
+    assert quick.get_by_ids(["a", "b", "x"]) == [] and slow.get_by_ids(["a", "b", "x"]) == []
+    assert quick.info() == {"dimensions": 3, "vectorCount": 0, "processedUpToMutation": None,
+                            "processedUpToDatetime": None}
+    clock.now += 4.9
+    assert quick.query([1, 0, 0], top_k=5)["matches"] == [] and quick.pending() == 3
+    clock.now += 0.2
+    assert [v["id"] for v in quick.get_by_ids(["a", "b", "x"])] == ["a", "b"]  # x upserted, then deleted
+    done = {"dimensions": 3, "vectorCount": 2, "processedUpToMutation": third,
+            "processedUpToDatetime": _stamp(1_800_000_005.0)}  # the later ones applied with the first
+    assert slow.info() == quick.info() == done
+    assert len({first, second, third}) == 3 and quick.pending() == slow.pending() == 0
+    slow.close()
+    quick.close()
+
+
+def test_the_last_write_of_an_id_wins_and_info_follows_each_mutation(tmp_path: Path) -> None:
+    clock = Clock()
+    index = LocalVectorIndex.create(tmp_path / "ix.sqlite3", "ix", 3, "cosine", delay=2, clock=clock)
+    first = index.upsert([_vec("a", [1, 0, 0])])
+    clock.now += 1
+    index.delete_by_ids(["a"])
+    clock.now += 0.5
+    last = index.upsert([_vec("a", [0, 1, 0])])
+    clock.now += 0.6  # only the first is due
+    assert index.info()["processedUpToMutation"] == first
+    assert index.info()["processedUpToDatetime"] == _stamp(1_800_000_002.0)
+    assert index.get_by_ids(["a"])[0]["values"] == [1.0, 0.0, 0.0]
+    clock.now += 10
+    assert index.info()["processedUpToMutation"] == last
+    assert index.get_by_ids(["a"])[0]["values"] == [0.0, 1.0, 0.0]
+    index.close()
+
+
+def test_an_accepted_write_survives_the_process_that_made_it(tmp_path: Path) -> None:
+    clock = Clock()
+    path = tmp_path / "ix.sqlite3"
+    crawl = LocalVectorIndex.create(path, "ix", 3, "cosine", delay=3, clock=clock)
+    mutation = crawl.upsert([_vec("a", [1, 0, 0], namespace="acme")])
+    crawl.close()  # the crawl ends before its write is applied
+    clock.now += 3
+    later = LocalVectorIndex(path, delay=3, clock=clock)
+    assert [(v["id"], v["namespace"]) for v in later.get_by_ids(["a"])] == [("a", "acme")]
+    assert later.info()["processedUpToMutation"] == mutation
+    later.close()
+
+
+def test_insert_keeps_what_the_index_holds_when_it_is_applied(tmp_path: Path) -> None:
+    clock = Clock()
+    index = LocalVectorIndex.create(tmp_path / "ix.sqlite3", "ix", 3, "cosine", delay=1, clock=clock)
+    index.upsert([_vec("a", [1, 0, 0])])
+    index.insert([_vec("a", [0, 1, 0]), _vec("b", [0, 0, 1])])  # a is not applied yet when this is accepted
+    clock.now += 1
+    assert [(v["id"], v["values"]) for v in index.get_by_ids(["a", "b"])] == [
+        ("a", [1.0, 0.0, 0.0]), ("b", [0.0, 0.0, 1.0])]
+    index.close()
+
+
+def test_a_metadata_index_covers_only_vectors_written_after_it(tmp_path: Path) -> None:
+    clock = Clock()
+    index = LocalVectorIndex.create(tmp_path / "ix.sqlite3", "ix", 3, "cosine", delay=2, clock=clock)
+    index.upsert([_vec("early", [1, 0, 0], metadata={"category": "pricing"})])
+    clock.now += 2  # applied before the metadata index exists
+    index.upsert([_vec("queued", [0.9, 0.1, 0], metadata={"category": "pricing"})])  # accepted before it
+    index.create_metadata_index("category", "string")
+    assert index.metadata_indexes() == {"category": "string"}  # listed at once
+    with pytest.raises(VectorizeError, match="already exists"):
+        index.create_metadata_index("category", "string")
+    index.upsert([_vec("late", [0.8, 0.2, 0], metadata={"category": "pricing"}),
+                  _vec("other", [0.7, 0.3, 0], metadata={"category": "contact"})])
+    clock.now += 2
+
+    def ids(**options: Any) -> list[str]:
+        return [m["id"] for m in index.query([1, 0, 0], top_k=10, **options)["matches"]]
+
+    assert ids() == ["early", "queued", "late", "other"]
+    assert ids(filter={"category": "pricing"}) == ["late"]
+    assert ids(filter={"category": {"$ne": "pricing"}}) == ["other"]
+    assert ids(filter={"category": {"$in": ["pricing", "contact"]}}) == ["late", "other"]
+    indexed = {m["id"]: m["metadata"] for m in index.query([1, 0, 0], top_k=10, return_metadata="indexed")["matches"]}
+    assert indexed == {"early": {}, "queued": {}, "late": {"category": "pricing"}, "other": {"category": "contact"}}
+    # Upserted again after the metadata index was created: indexed as expected.
+    index.upsert([_vec("early", [1, 0, 0], metadata={"category": "pricing"})])
+    clock.now += 2
+    assert ids(filter={"category": "pricing"}) == ["early", "late"]
+    index.close()
+
+
 @pytest_twisted.inlineCallbacks
 def test_d1_databases_are_created_and_listed(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_d1_databases(tmp_path))
@@ -224,3 +424,30 @@ async def _d1_databases(tmp_path: Path) -> None:
     with pytest.raises(CloudflareError, match="already exists"):
         await client.d1_create_database("helppuff")
     await client.aclose()
+
+
+def test_an_index_file_from_before_asynchronous_writes_keeps_its_vectors_filterable(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE config (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE metadata_indexes (property_name TEXT PRIMARY KEY, index_type TEXT NOT NULL);
+        CREATE TABLE vectors (id TEXT PRIMARY KEY, namespace TEXT, vals BLOB NOT NULL, metadata TEXT);
+        INSERT INTO config VALUES ('name', 'old'), ('dimensions', '3'), ('metric', 'cosine'),
+          ('last_mutation', 'm-old'), ('last_mutation_at', '2026-01-01T00:00:00.000000Z');
+        INSERT INTO metadata_indexes VALUES ('category', 'string');
+    """)
+    conn.execute("INSERT INTO vectors VALUES ('a', 'acme', ?, '{\"category\": \"pricing\"}')",
+                 (np.asarray([1, 0, 0], dtype="<f4").tobytes(),))
+    conn.commit()
+    conn.close()
+    clock = Clock()
+    index = LocalVectorIndex(path, delay=1, clock=clock)
+    assert index.info()["processedUpToMutation"] == "m-old"
+    assert [m["id"] for m in index.query([1, 0, 0], filter={"category": "pricing"})["matches"]] == ["a"]
+    index.create_metadata_index("page", "string")  # a new one covers only later writes
+    index.upsert([_vec("b", [0, 1, 0], metadata={"category": "pricing", "page": "/b"})])
+    clock.now += 1
+    assert [m["id"] for m in index.query([1, 0, 0], filter={"category": "pricing"})["matches"]] == ["a", "b"]
+    assert [m["id"] for m in index.query([1, 0, 0], filter={"page": {"$ne": "/x"}})["matches"]] == ["b"]
+    index.close()

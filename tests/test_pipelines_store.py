@@ -146,12 +146,15 @@ def test_config_from_the_settings(tmp_path: Path) -> None:
     config = StoreConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
     assert (config.retry_delays, config.index.model) == ((900, 7200), LOCAL_MODEL)
     assert (config.index.sizes.min_tokens, config.index.sizes.max_tokens) == (150, 800)
+    assert config.vectorize_wait == 60.0
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("HELPPUFF_RETRY_DELAYS", [900, -1], "HELPPUFF_RETRY_DELAYS must be positive"),
     ("HELPPUFF_EMBED_MODEL", "@cf/nobody/nothing", "HELPPUFF_EMBED_MODEL must be one of"),
     ("HELPPUFF_CHUNK_MAX_TOKENS", 50, "HELPPUFF_CHUNK_MIN_TOKENS / HELPPUFF_CHUNK_MAX_TOKENS"),
+    ("HELPPUFF_VECTORIZE_WAIT", -1, "HELPPUFF_VECTORIZE_WAIT must be seconds >= 0"),
+    ("HELPPUFF_VECTORIZE_WAIT", "a while", "HELPPUFF_VECTORIZE_WAIT must be seconds >= 0"),
 ])
 def test_bad_settings_are_refused_naming_them(tmp_path: Path, name: str, value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -190,3 +193,45 @@ async def _other_sizes(tmp_path: Path) -> None:
 @pytest_twisted.inlineCallbacks
 def test_other_chunk_sizes_learn_an_unchanged_page_again(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_other_sizes(tmp_path))
+
+
+# --- Vectorize applies writes asynchronously ----------------------------------------------------
+
+
+async def _vectors_at_the_end(tmp_path: Path, delay: float, wait: float) -> dict[str, Any]:
+    from helppuff_crawl.local.cloud import LocalCloud
+
+    parts = await open_parts(tmp_path, HELPPUFF_LOCAL_VECTORIZE_DELAY=delay, HELPPUFF_VECTORIZE_WAIT=wait)
+    for path in ("/services", "/pricing"):
+        page = await parts.learn(fetched_page(f"{A}{path}", _SERVICES.replace("Services", path[1:].title())))
+        assert page.status == "ok"
+    await parts.close()
+    index = LocalCloud(tmp_path, vectorize_delay=delay).vector_index("helppuff")
+    try:
+        return {"stats": parts.crawler.stats.get_stats(), "unapplied": index.pending(),
+                "report": await parts.store.writer.consistency("acme", wait=0),
+                "chunks": {r["id"] for r in kb_rows(tmp_path, "SELECT id FROM chunks")},
+                "run": kb_rows(tmp_path, "SELECT status FROM crawl_runs")[0]["status"]}
+    finally:
+        index.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_crawl_ends_once_vectorize_has_applied_its_writes(tmp_path: Path):  # type: ignore[no-untyped-def]
+    # Writes applied 3 s after they are accepted: the crawl waits for them before it ends.
+    end = yield run_async(_vectors_at_the_end(tmp_path, delay=3.0, wait=60.0))
+    assert end["unapplied"] == 0  # nothing left to apply the moment the crawl is over
+    assert end["stats"]["helppuff/vectors/pending"] == 0
+    assert end["report"]["consistent"], end["report"]
+    assert end["report"]["vectors"] == len(end["chunks"]) == 2 and end["run"] == "done"  # a passage a page
+
+
+@pytest_twisted.inlineCallbacks
+def test_writes_not_applied_in_time_are_counted_pending_not_missing(tmp_path: Path):  # type: ignore[no-untyped-def]
+    # An hour's delay and no waiting: every vector the crawl wrote is still to be applied.
+    end = yield run_async(_vectors_at_the_end(tmp_path, delay=3600.0, wait=0.0))
+    assert end["unapplied"] > 0
+    assert end["stats"]["helppuff/vectors/pending"] == len(end["chunks"]) == 2
+    report = end["report"]
+    assert report["pending"] == len(end["chunks"]) and report["missing_vectors"] == [] and report["vectors"] == 0
+    assert not report["consistent"] and end["run"] == "done"  # the writes were accepted: the run is not failed

@@ -48,7 +48,9 @@ async def apply_config(settings: Any, site: str, path: Path, config: dict[str, A
     kb, writer, embedder = open_knowledge(settings)
     try:
         await set_site_settings(kb, site, json.dumps(config, ensure_ascii=False, sort_keys=True))
-        return await apply_listed_files(kb, writer, embedder.embed, site, files)
+        applied = await apply_listed_files(kb, writer, embedder.embed, site, files)
+        await writer.wait_for_writes()  # the files searchable by meaning too once the command returns
+        return applied
     finally:
         await kb.close()
 

@@ -92,21 +92,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def file_command(settings: Any, args: argparse.Namespace) -> Any:
     """Run upload, files or remove-file on the knowledge base."""
-    from helppuff_crawl.kb import files
-
     kb, writer, embedder = open_knowledge(settings)
     try:
-        if args.knowledge_command == "files":
-            return await files.list_files(kb, args.site)
-        if args.knowledge_command == "remove-file":
-            return await files.remove_file(kb, writer, args.site, args.file)
-        done = []
-        for path in args.files:
-            done.append(await files.upload_file(kb, writer, embedder.embed, args.site, Path(path).name,
-                                                Path(path).read_bytes()))
-        return done
+        result = await _file_command(kb, writer, embedder, args)
+        await writer.wait_for_writes()  # searchable by meaning too once the command returns
+        return result
     finally:
         await kb.close()
+
+
+async def _file_command(kb: Any, writer: Any, embedder: Any, args: argparse.Namespace) -> Any:
+    from helppuff_crawl.kb import files
+
+    if args.knowledge_command == "files":
+        return await files.list_files(kb, args.site)
+    if args.knowledge_command == "remove-file":
+        return await files.remove_file(kb, writer, args.site, args.file)
+    done = []
+    for path in args.files:
+        done.append(await files.upload_file(kb, writer, embedder.embed, args.site, Path(path).name,
+                                            Path(path).read_bytes()))
+    return done
 
 
 def _run_files(settings: Any, args: argparse.Namespace) -> int:
@@ -162,23 +168,29 @@ def _answer_text(args: argparse.Namespace) -> str:
 
 async def own_answers(settings: Any, command: str, args: argparse.Namespace) -> Any:
     """Run one of add, answers, remove, gaps, answer, dismiss on the knowledge base."""
-    from helppuff_crawl.kb import answers, gaps
-
     kb, writer, embedder = open_knowledge(settings)
     try:
-        if command == "add":
-            return await answers.add_answer(kb, writer, embedder.embed, args.site, args.title, _answer_text(args))
-        if command == "answers":
-            return await answers.list_answers(kb, args.site)
-        if command == "remove":
-            return await answers.remove_answer(kb, writer, args.site, args.id)
-        if command == "gaps":
-            return await gaps.list_gaps(kb, args.site, include_closed=args.all)
-        if command == "answer":
-            return await gaps.answer_gap(kb, writer, embedder.embed, args.site, args.id, _answer_text(args))
-        return await gaps.dismiss_gap(kb, args.site, args.id)
+        result = await _own_answer_command(kb, writer, embedder, command, args)
+        await writer.wait_for_writes()  # "from the next question": by meaning too
+        return result
     finally:
         await kb.close()
+
+
+async def _own_answer_command(kb: Any, writer: Any, embedder: Any, command: str, args: argparse.Namespace) -> Any:
+    from helppuff_crawl.kb import answers, gaps
+
+    if command == "add":
+        return await answers.add_answer(kb, writer, embedder.embed, args.site, args.title, _answer_text(args))
+    if command == "answers":
+        return await answers.list_answers(kb, args.site)
+    if command == "remove":
+        return await answers.remove_answer(kb, writer, args.site, args.id)
+    if command == "gaps":
+        return await gaps.list_gaps(kb, args.site, include_closed=args.all)
+    if command == "answer":
+        return await gaps.answer_gap(kb, writer, embedder.embed, args.site, args.id, _answer_text(args))
+    return await gaps.dismiss_gap(kb, args.site, args.id)
 
 
 def _run_own_answers(settings: Any, args: argparse.Namespace) -> int:
@@ -214,15 +226,16 @@ def open_knowledge(settings: Any) -> tuple[Any, Any, Any]:
     """The knowledge base the settings name, its writer, and the embedder of the site's index."""
     from helppuff_crawl.embed.models import WorkersAIEmbedder
     from helppuff_crawl.kb.database import BackendConfig, KnowledgeBase
-    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
+    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter, vectorize_wait
 
     backend = BackendConfig.from_settings(settings)
     try:
         index = IndexConfig.from_settings(settings, backend.remote)
+        wait = vectorize_wait(settings)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     kb = KnowledgeBase.open(backend)
-    return kb, KnowledgeWriter(kb, index), WorkersAIEmbedder(kb.client, index.model, index.dimensions)
+    return kb, KnowledgeWriter(kb, index, wait=wait), WorkersAIEmbedder(kb.client, index.model, index.dimensions)
 
 
 async def status_report(settings: Any, site: str | None) -> dict[str, Any]:
@@ -263,7 +276,9 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
         await facts.set_owner_fact(kb, site, key, facts.parse_owner_value(value))
         await writer.ensure_index()
         await writer.claim_site(site)
-        return await facts.write_facts_passage(kb, writer, embedder.embed, site)
+        chunks = await facts.write_facts_passage(kb, writer, embedder.embed, site)
+        await writer.wait_for_writes()
+        return chunks
     finally:
         await kb.close()
 

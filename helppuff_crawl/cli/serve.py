@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         options = DevOptions(
             data_dir=data_dir, port=args.port, cloud_port=args.cloud_port, database=database,
             index=str(settings.get("HELPPUFF_VECTORIZE_INDEX")), chat=chat,
+            vectorize_delay=float(settings.get("HELPPUFF_LOCAL_VECTORIZE_DELAY")),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -78,6 +78,7 @@ async def deploy_data(settings: Any, site: str, *, dry_run: bool = False) -> Dat
         plan.index_created = await kb.client.vectorize_get_index(writer.index) is None
         await writer.ensure_index()
         await writer.claim_site(site)
+        await writer.wait_for_writes()  # the metadata index in place before any vector is written
         return plan
     finally:
         await kb.close()

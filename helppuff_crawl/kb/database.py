@@ -13,6 +13,7 @@ to deploy to, the database is found by its exact name or created on first use, a
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ class BackendConfig:
     api_token: str
     account_id: str
     api_base: str
+    vectorize_delay: float = 0.0  # the local cloud's Vectorize: seconds before a write is applied
     rate_limit: Rate | None = None  # the client's pace (HELPPUFF_CLOUDFLARE_RATE_LIMIT)
     local_rate_limit: Rate | None = None  # the local cloud's limit (HELPPUFF_LOCAL_RATE_LIMIT)
 
@@ -57,10 +59,17 @@ class BackendConfig:
         api_base = str(settings.get("HELPPUFF_CLOUDFLARE_API_BASE") or "")
         if token and not api_base:
             raise ValueError("HELPPUFF_CLOUDFLARE_API_BASE must be the Cloudflare API's base URL")
+        delay = settings.get("HELPPUFF_LOCAL_VECTORIZE_DELAY")
+        try:
+            vectorize_delay = float(delay)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            vectorize_delay = math.nan
+        if not (math.isfinite(vectorize_delay) and vectorize_delay >= 0):
+            raise ValueError(f"HELPPUFF_LOCAL_VECTORIZE_DELAY must be seconds >= 0, got {delay!r}")
         pace = Rate.parse(settings.get("HELPPUFF_CLOUDFLARE_RATE_LIMIT"), "HELPPUFF_CLOUDFLARE_RATE_LIMIT")
         local_limit = Rate.parse(settings.get("HELPPUFF_LOCAL_RATE_LIMIT"), "HELPPUFF_LOCAL_RATE_LIMIT")
         return cls(data_dir=Path(data_dir), database=database, api_token=token, account_id=account,
-                   api_base=api_base, rate_limit=pace, local_rate_limit=local_limit)
+                   api_base=api_base, vectorize_delay=vectorize_delay, rate_limit=pace, local_rate_limit=local_limit)
 
     @property
     def remote(self) -> bool:
@@ -113,7 +122,7 @@ def open_client(config: BackendConfig) -> CloudflareClient:
     from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalCloud, LocalTransport
     from helppuff_crawl.local.ratelimit import RateLimiter
 
-    cloud = LocalCloud(config.data_dir)
+    cloud = LocalCloud(config.data_dir, vectorize_delay=config.vectorize_delay)
     if config.local_rate_limit is not None:
         cloud.rate_limiter = RateLimiter(config.local_rate_limit)
     return CloudflareClient(LocalTransport(cloud), LOCAL_ACCOUNT_ID, rate_limit=config.rate_limit)

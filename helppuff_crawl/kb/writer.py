@@ -20,16 +20,31 @@ deleted; `writing` ids are deleted too (their chunk row may hold older text), an
 marked to be redone (content hash cleared); chunks with no live vector of the site's model have
 their pages redone as well. Chunks whose text is unchanged keep their vector: no embedding, no
 upsert.
+
+Vectorize applies writes asynchronously: an upsert or delete returns a mutation id, and the change
+is visible to queries and get_by_ids once the index's processedUpToMutation (GET .../info) has
+reached it; mutations apply in order. Nothing here reads a vector back to decide anything (which
+vectors can be reused, what is stale, what to mend: all of it is read from the manifest in D1), so
+a write not applied yet cannot be misread. The writer keeps the mutations it made and not yet seen
+applied (`last_mutation`, `pending_ids`): `wait_for_writes()` polls info until processedUpToMutation
+reaches the last one (or a later writer's mutation has passed it and the last write is visible),
+bounded by `wait` seconds (HELPPUFF_VECTORIZE_WAIT), and `consistency()` waits so, then reports a
+vector whose write has not been applied yet as pending, never as missing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.cloudflare.client import D1_MAX_PARAMS, MAX_UPSERT_VECTORS
 from helppuff_crawl.config.contract import HEADING_SEPARATOR
@@ -42,6 +57,9 @@ logger = logging.getLogger(__name__)
 
 _VECTOR_IDS = 100  # ids per Vectorize get_by_ids / delete_by_ids call
 _UPSERT_BYTES = 50_000_000  # half of Vectorize's 100 MB upload limit: room for the NDJSON framing
+_GET_IDS = 20  # ids per Vectorize get_by_ids call
+_FIRST_POLL, _LONGEST_POLL = 0.25, 2.0  # seconds between polls of the index's info: a quarter of the time waited
+_PROBE_VECTORS = 2  # vectors of the last upsert read back to see it applied
 
 
 class ModelMismatch(ValueError):
@@ -198,18 +216,120 @@ def _upsert_parts(vectors: Sequence[Any], dimensions: int) -> Iterable[Sequence[
     return _parts(vectors, max(1, min(MAX_UPSERT_VECTORS, _UPSERT_BYTES // per_vector)))
 
 
-class KnowledgeWriter:
-    """Chunks and vectors of the sites in one D1 database and one Vectorize index."""
+def vectorize_wait(settings: Mapping[str, Any]) -> float:
+    """HELPPUFF_VECTORIZE_WAIT: seconds to wait for Vectorize to apply a writer's writes; ValueError
+    naming it when it is not a number >= 0."""
+    return _seconds("HELPPUFF_VECTORIZE_WAIT", settings.get("HELPPUFF_VECTORIZE_WAIT"))
 
-    def __init__(self, kb: KnowledgeBase, config: IndexConfig) -> None:
+
+def _seconds(name: str, value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"{name} must be seconds >= 0, got {value!r}")
+    return seconds
+
+
+@dataclass(frozen=True)
+class _Mutation:
+    """A Vectorize mutation this writer made: its id, the vector ids it writes or deletes, and what
+    to read back to see it applied (the last vectors upserted, or ids deleted)."""
+
+    id: str
+    ids: frozenset[str]
+    upserted: Mapping[str, Sequence[float]]
+    deleted: tuple[str, ...]
+
+
+class KnowledgeWriter:
+    """Chunks and vectors of the sites in one D1 database and one Vectorize index.
+
+    `wait`: seconds `wait_for_writes()` and `consistency()` wait for Vectorize to apply this writer's
+    writes (None: the project's HELPPUFF_VECTORIZE_WAIT).
+    """
+
+    def __init__(self, kb: KnowledgeBase, config: IndexConfig, wait: float | None = None) -> None:
         self.kb = kb
         self.client = kb.client
         self.config = config
         self.index = config.index
         self.model = config.model
         self.dimensions = config.dimensions
+        self.wait = _seconds("wait", declared_settings.HELPPUFF_VECTORIZE_WAIT if wait is None else wait)
         self.vector_writes = 0
         self.vector_deletes = 0
+        self.last_mutation: str | None = None  # the last mutation id Vectorize gave this writer
+        self._pending: dict[str, _Mutation] = {}  # made and not seen applied, oldest first
+        self._unnamed = 0
+
+    # --- Vectorize's asynchronous writes ---------------------------------------------------
+
+    def _made(self, mutation: str | None, ids: Iterable[str] = (),
+              upserted: Mapping[str, Sequence[float]] | None = None, deleted: Sequence[str] = ()) -> None:
+        if not mutation:  # no id given back: only reading the write back can show it applied
+            self._unnamed += 1
+            mutation = f"(unnamed mutation {self._unnamed})"
+        self.last_mutation = mutation
+        self._pending[mutation] = _Mutation(mutation, frozenset(ids), dict(upserted or {}), tuple(deleted))
+
+    @property
+    def pending_ids(self) -> set[str]:
+        """Ids of the vectors this writer wrote or deleted whose mutation is not seen applied yet."""
+        return {vid for mutation in self._pending.values() for vid in mutation.ids}
+
+    def _applied_up_to(self, mutation: str) -> None:
+        """Mutations apply in order: `mutation` and every one made before it are applied."""
+        while self._pending:
+            first = next(iter(self._pending))
+            del self._pending[first]
+            if first == mutation:
+                return
+
+    async def _visible(self, mutation: _Mutation) -> bool:
+        """Whether get_by_ids shows what `mutation` wrote (its last vectors, with their values) or
+        deleted."""
+        if mutation.upserted:
+            got = {v["id"]: v.get("values") or []
+                   for v in await self.client.vectorize_get_by_ids(self.index, list(mutation.upserted))}
+            return all(vid in got and _same_values(got[vid], values) for vid, values in mutation.upserted.items())
+        if mutation.deleted:
+            return not await self.client.vectorize_get_by_ids(self.index, list(mutation.deleted))
+        return False
+
+    async def wait_for_writes(self, timeout: float | None = None) -> bool:
+        """Wait until Vectorize has applied every write this writer made, at most `timeout` seconds
+        (None: `self.wait`); True when they are, False when some are still pending.
+
+        Polls the index's info until processedUpToMutation is this writer's last mutation. Other
+        writers on the same index can move it past ours between two polls: when it has moved to a
+        mutation not ours, the last write is read back, and seen applied, so is every earlier one.
+        """
+        if not self._pending:
+            return True
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + (self.wait if timeout is None else timeout)
+        seen = None
+        while True:
+            processed = (await self.client.vectorize_index_info(self.index)).get("processedUpToMutation")
+            if processed in self._pending:
+                self._applied_up_to(processed)
+            elif processed and processed != seen:
+                last = next(reversed(self._pending.values()))
+                if await self._visible(last):
+                    self._applied_up_to(last.id)
+            seen = processed
+            if not self._pending:
+                return True
+            left = deadline - loop.time()
+            if left <= 0:
+                logger.warning("Vectorize index %s has not applied %d of this writer's vector writes after %.0f s "
+                               "(last mutation %s): they are pending", self.index, len(self.pending_ids),
+                               self.wait if timeout is None else timeout, self.last_mutation)
+                return False
+            await asyncio.sleep(min(left, _LONGEST_POLL, max(_FIRST_POLL, (loop.time() - started) / 4)))
 
     # --- the index and the site's model --------------------------------------------------
 
@@ -219,7 +339,7 @@ class KnowledgeWriter:
         if info is None:
             await self.client.vectorize_create_index(self.index, self.dimensions, "cosine",
                                                      "HelpPuff knowledge base chunks")
-            await self.client.vectorize_create_metadata_index(self.index, "category", "string")
+            self._made(await self.client.vectorize_create_metadata_index(self.index, "category", "string"))
             logger.info("Created Vectorize index %s (%d dimensions)", self.index, self.dimensions)
             return
         dims = int((info.get("config") or {}).get("dimensions") or 0)
@@ -231,7 +351,7 @@ class KnowledgeWriter:
             )
         indexed = {m.get("propertyName") for m in await self.client.vectorize_list_metadata_indexes(self.index)}
         if "category" not in indexed:
-            await self.client.vectorize_create_metadata_index(self.index, "category", "string")
+            self._made(await self.client.vectorize_create_metadata_index(self.index, "category", "string"))
 
     async def claim_site(self, site: str) -> bool:
         """Record the site's model and chunk sizes; True when either changed (every page of the site is
@@ -377,10 +497,12 @@ class KnowledgeWriter:
                 "(?, ?, ?, ?, ?, 'writing', ?)",
                 [[c.id, site, site, self.model, c.content_hash, now] for c in to_write]))
             for part in _upsert_parts(to_write, self.dimensions):
-                await self.client.vectorize_upsert(self.index, [
+                mutation = await self.client.vectorize_upsert(self.index, [
                     {"id": c.id, "values": list(vectors[c.id]), "namespace": site, "metadata": c.metadata()}
                     for c in part
                 ])
+                self._made(mutation, (c.id for c in part),
+                           upserted={c.id: vectors[c.id] for c in part[-_PROBE_VECTORS:]})
                 self.vector_writes += len(part)
 
         statements: list[Statement] = []
@@ -425,30 +547,48 @@ class KnowledgeWriter:
 
     async def _delete_vectors(self, ids: Sequence[str]) -> None:
         for part in _parts(list(ids), min(_VECTOR_IDS, D1_MAX_PARAMS)):
-            await self.client.vectorize_delete_by_ids(self.index, list(part))
+            mutation = await self.client.vectorize_delete_by_ids(self.index, list(part))
+            self._made(mutation, part, deleted=part[-_GET_IDS:])
             marks = ", ".join("?" for _ in part)
             await self.kb.query(f"DELETE FROM vectors WHERE id IN ({marks})", list(part))
             self.vector_deletes += len(part)
 
     # --- checks -------------------------------------------------------------------------
 
-    async def consistency(self, site: str) -> dict[str, Any]:
-        """D1 chunk ids, the manifest and Vectorize agree for the site's namespace."""
+    async def consistency(self, site: str, wait: float | None = None) -> dict[str, Any]:
+        """D1 chunk ids, the manifest and Vectorize agree for the site's namespace.
+
+        Waits first (at most `wait` seconds; None: `self.wait`) for the writes this writer made; a
+        vector that still differs because this writer's write or delete of it is not applied yet is
+        pending, never missing. (Another process's writes not applied yet cannot be told from lost
+        ones; a crawl and the knowledge commands wait for theirs before they end.) `consistent` is
+        true when nothing is missing, orphaned, half written, in another namespace, or pending.
+        """
+        await self.wait_for_writes(wait)
         chunk_ids = {r["id"] for r in await self.kb.query("SELECT id FROM chunks WHERE site = ?", [site])}
         manifest = {r["id"]: r["state"] for r in await self.kb.query(
             "SELECT id, state FROM vectors WHERE site = ?", [site])}
         stored: set[str] = set()
         wrong_namespace = 0
-        for part in _parts(sorted(chunk_ids | set(manifest)), 20):
+        for part in _parts(sorted(chunk_ids | set(manifest)), _GET_IDS):
             for vector in await self.client.vectorize_get_by_ids(self.index, list(part)):
                 stored.add(vector["id"])
                 if vector.get("namespace") not in (None, site):
                     wrong_namespace += 1
-        missing = sorted(chunk_ids - stored)
-        orphans = sorted(stored - chunk_ids)
+        unapplied = self.pending_ids
+        pending = sorted(i for i in (chunk_ids ^ stored) if i in unapplied)
+        missing = sorted(chunk_ids - stored - unapplied)
+        orphans = sorted(stored - chunk_ids - unapplied)
         not_live = sorted(i for i, state in manifest.items() if state != "live")
         return {
             "chunks": len(chunk_ids), "vectors": len(stored), "missing_vectors": missing[:20],
             "orphan_vectors": orphans[:20], "manifest_not_live": not_live[:20], "wrong_namespace": wrong_namespace,
-            "consistent": not missing and not orphans and not not_live and not wrong_namespace,
+            "pending": len(pending), "pending_vectors": pending[:20],
+            "consistent": not missing and not orphans and not not_live and not wrong_namespace and not pending,
         }
+
+
+def _same_values(stored: Sequence[float], sent: Sequence[float]) -> bool:
+    """Vectorize keeps float32: the values read back equal those sent, to float32 precision."""
+    got, want = np.asarray(stored, dtype=np.float32), np.asarray(sent, dtype=np.float32)
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-6, atol=1e-7))

@@ -10,8 +10,9 @@ files under a data folder:
 
 Routes: D1 query/batch, create and list databases; Vectorize v2 indexes (create, list, get, info,
 delete), metadata indexes (create, list), upsert/insert (NDJSON), query, get_by_ids,
-delete_by_ids (helppuff_crawl.local.vectorize); Workers AI `run` for the models this machine
-has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare), and chat models
+delete_by_ids (helppuff_crawl.local.vectorize: mutations apply `vectorize_delay` seconds after
+they are accepted, in order, as Cloudflare applies them asynchronously); Workers AI `run` for the
+models this machine has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare), and chat models
 through an OpenAI-compatible server when one is configured (helppuff_crawl.local.chat). The model path is
 taken as sent: an escaped `%40cf%2Fbaai%2Fbge-m3` is an unknown model here as it is there.
 
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.cloudflare.client import Response
 from helppuff_crawl.deploy.state import LOCAL_ACCOUNT
 from helppuff_crawl.local.ai import LocalAI
@@ -47,6 +49,7 @@ from helppuff_crawl.local.vectorize import (
     INDEX_NAME,
     LocalVectorIndex,
     VectorizeError,
+    check_delay,
     check_index_name,
     not_found,
 )
@@ -97,12 +100,19 @@ def _json_body(body: bytes) -> Any:
 
 
 class LocalCloud:
-    """Cloudflare's API slice on local files. Thread-safe; one instance per data folder."""
+    """Cloudflare's API slice on local files. Thread-safe; one instance per data folder.
+
+    `vectorize_delay`: seconds after which a Vectorize mutation made through this instance is applied
+    (None: the project's HELPPUFF_LOCAL_VECTORIZE_DELAY; 0: at once, for tests that need it).
+    """
 
     rate_limiter: RateLimiter | None = None  # the API's rate limit, when one is set (local/ratelimit.py)
 
-    def __init__(self, data_dir: Path, migrations_dir: Path = MIGRATIONS_DIR, ai: LocalAI | None = None) -> None:
+    def __init__(self, data_dir: Path, migrations_dir: Path = MIGRATIONS_DIR, ai: LocalAI | None = None,
+                 vectorize_delay: float | None = None) -> None:
         self.data_dir = data_dir
+        self.vectorize_delay = check_delay(
+            declared_settings.HELPPUFF_LOCAL_VECTORIZE_DELAY if vectorize_delay is None else vectorize_delay)
         self.migrations_dir = migrations_dir
         self.ai = ai if ai is not None else LocalAI()
         self._databases: dict[str, LocalD1] = {}
@@ -196,7 +206,7 @@ class LocalCloud:
                 path = self._index_path(name)
                 if not path.exists():
                     raise not_found(name)
-                self._indexes[name] = LocalVectorIndex(path)
+                self._indexes[name] = LocalVectorIndex(path, delay=self.vectorize_delay)
             return self._indexes[name]
 
     def _index_path(self, name: str) -> Path:
@@ -297,7 +307,7 @@ class LocalCloud:
         with self._lock:
             index = LocalVectorIndex.create(
                 self._index_path(name), name, config.get("dimensions"), config.get("metric"),
-                str(payload.get("description") or ""),
+                str(payload.get("description") or ""), delay=self.vectorize_delay,
             )
             self._indexes[name] = index
         return _envelope(index.describe())
@@ -330,9 +340,7 @@ class LocalCloud:
     def _vectorize_insert(self, name: str, body: bytes, query: dict[str, str], headers: dict[str, str]) -> Response:
         index = self.vector_index(name)
         vectors = _ndjson(body, headers, discard=query.get("unparsable-behavior") == "discard")
-        known = {v["id"] for v in index.get_by_ids(v.get("id") for v in vectors if isinstance(v, dict))}
-        fresh = [v for v in vectors if not (isinstance(v, dict) and v.get("id") in known)]
-        return _envelope({"mutationId": index.upsert(fresh)})
+        return _envelope({"mutationId": index.insert(vectors)})
 
     def _vectorize_query(self, name: str, body: bytes, query: dict[str, str], headers: dict[str, str]) -> Response:
         index = self.vector_index(name)

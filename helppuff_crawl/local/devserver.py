@@ -89,6 +89,7 @@ class DevOptions:
     index: str = "helppuff"  # Vectorize index name (HELPPUFF_VECTORIZE_INDEX)
     worker_dir: Path = WORKER_DIR
     chat: ChatServerConfig | None = None  # an OpenAI-compatible chat server (HELPPUFF_LOCAL_CHAT_URL), or none
+    vectorize_delay: float | None = None  # seconds before a Vectorize write applies (HELPPUFF_LOCAL_VECTORIZE_DELAY)
 
     def __post_init__(self) -> None:
         for name in ("port", "cloud_port"):
@@ -231,7 +232,7 @@ class DevServer:
         if self.options.cloud_port and not port_is_free(self.options.cloud_port):
             raise DevServerError(f"port {self.options.cloud_port} on {LOOPBACK} is in use: pass another --cloud-port")
         ai = LocalAI(chat=OpenAIChat(self.options.chat)) if self.options.chat is not None else None
-        self.cloud = cloud = LocalCloud(self.options.data_dir, ai=ai)
+        self.cloud = cloud = LocalCloud(self.options.data_dir, ai=ai, vectorize_delay=self.options.vectorize_delay)
         # D1 addresses a database by UUID: the one the crawl recorded, found by name or created.
         self.database_id = cloud.database_named(self.options.database)
         DeployState(self.options.data_dir).record_database(LOCAL_ACCOUNT, self.options.database, self.database_id)

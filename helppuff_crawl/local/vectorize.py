@@ -1,23 +1,36 @@
 """Vectorize v2 on a local SQLite file: an exact vector index, the embedded default's Vectorize.
 
 One SQLite file per index, beside the D1 files: `<data_dir>/vectorize/<index>.sqlite3`, holding the
-index config, its metadata indexes, and the vectors (float32 blobs, namespace, metadata JSON).
-A query is an exact scan with numpy over the vectors of the namespace (all of them when no
-namespace is given), after the metadata filter; scores follow the index metric:
+index config, its metadata indexes, the vectors (float32 blobs, namespace, metadata JSON) and the
+mutations not applied yet. A query is an exact scan with numpy over the vectors of the namespace (all
+of them when no namespace is given), after the metadata filter; scores follow the index metric:
 
     cosine        cosine similarity, best first (highest)
     dot-product   inner product, best first (highest)
     euclidean     distance, best first (lowest)
 
+Mutations are asynchronous, as on Cloudflare: upsert, insert, delete_by_ids and a metadata index's
+creation return a mutation id at once, and the change becomes visible to queries, get_by_ids and
+info after the index's delay (`delay` seconds; the local cloud's HELPPUFF_LOCAL_VECTORIZE_DELAY).
+Mutations apply in the order they were accepted, a later one never before an earlier one (whatever
+delay each was given), and info reports the last one applied (processedUpToMutation, and when,
+processedUpToDatetime). A pending mutation is a row in the index's file, applied by whichever
+connection reads or writes the index once its time has come: no thread, and it survives the process
+that made it (a crawl that ends or is killed leaves its accepted writes to apply, as Vectorize does),
+seen the same by every process that opens the file (a crawl and `helppuff serve`).
+
 Filters work as Vectorize's do: only properties with a metadata index can be filtered on (a filter
 on any other property matches nothing, as it does on Cloudflare), with the operators $eq (also
 implicit: `{"category": "pricing"}`), $ne, $in, $nin, $lt, $lte, $gt, $gte; several properties are
-ANDed. Strings are compared on their first 64 bytes, as Vectorize indexes them.
+ANDed. Strings are compared on their first 64 bytes, as Vectorize indexes them. A metadata index
+holds only the vectors written after it was created ("Vectors upserted before a metadata index was
+created won't have their metadata contained in that index"): a vector upserted before matches no
+filter on that property, and `returnMetadata: "indexed"` leaves the property out, until it is
+upserted again. It is listed (and a second one on the property refused) as soon as it is created.
 
-Mutations apply at once (Cloudflare applies them asynchronously) and return a mutation id as v2
-does. Errors carry Cloudflare's codes where they are known (40012 for a vector of the wrong
-dimension, 40006 for such a query vector, 3000 for a missing index); the other codes are this
-module's own, in the same ranges.
+Errors carry Cloudflare's codes where they are known (40012 for a vector of the wrong dimension,
+40006 for such a query vector, 3000 for a missing index); the other codes are this module's own, in
+the same ranges.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ import math
 import re
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -48,16 +62,42 @@ MAX_INDEXED_BYTES = 64
 INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _OPERATORS = ("$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte")
 
+# `seq` orders mutations: a vector's is the mutation that last wrote it, a metadata index's the one that
+# created it, and a metadata index holds a vector when the vector's seq is the later one.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS config (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS metadata_indexes (property_name TEXT PRIMARY KEY, index_type TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS metadata_indexes (
+  property_name TEXT PRIMARY KEY,
+  index_type    TEXT NOT NULL,
+  seq           INTEGER NOT NULL DEFAULT -1
+);
 CREATE TABLE IF NOT EXISTS vectors (
   id        TEXT PRIMARY KEY,
   namespace TEXT,
   vals      BLOB NOT NULL,   -- float32, little-endian
-  metadata  TEXT            -- JSON object, or NULL
+  metadata  TEXT,            -- JSON object, or NULL
+  seq       INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS mutations (
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  id         TEXT NOT NULL UNIQUE,
+  kind       TEXT NOT NULL CHECK (kind IN ('upsert', 'insert', 'delete', 'metadata_index')),
+  apply_at   REAL NOT NULL,  -- Unix time from which it is applied
+  created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pending_vectors (
+  seq INTEGER NOT NULL, id TEXT NOT NULL, namespace TEXT, vals BLOB NOT NULL, metadata TEXT,
+  PRIMARY KEY (seq, id)
+);
+CREATE TABLE IF NOT EXISTS pending_deletes (seq INTEGER NOT NULL, id TEXT NOT NULL, PRIMARY KEY (seq, id));
 """
+
+# Files written before mutations were asynchronous: their vectors count as written after their
+# metadata indexes (which were always created first), as they were.
+_ADDED_COLUMNS = (
+    ("vectors", "seq", "ALTER TABLE vectors ADD COLUMN seq INTEGER NOT NULL DEFAULT 0"),
+    ("metadata_indexes", "seq", "ALTER TABLE metadata_indexes ADD COLUMN seq INTEGER NOT NULL DEFAULT -1"),
+)
 
 
 class VectorizeError(Exception):
@@ -70,8 +110,8 @@ class VectorizeError(Exception):
         self.message = message
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _stamp(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def not_found(name: str) -> VectorizeError:
@@ -87,26 +127,40 @@ def check_index_name(name: str) -> str:
     return name
 
 
+def check_delay(delay: Any) -> float:
+    """A mutation delay in seconds (a finite number >= 0); ValueError otherwise."""
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not math.isfinite(delay) or delay < 0:
+        raise ValueError(f"the Vectorize mutation delay must be a number of seconds >= 0, got {delay!r}")
+    return float(delay)
+
+
 @dataclass
 class _Loaded:
-    """The vectors in memory for scans: rebuilt after each mutation."""
+    """The applied vectors in memory for scans: rebuilt after each applied mutation."""
 
     ids: list[str]
     namespaces: list[str | None]
     metadata: list[dict[str, Any] | None]
+    seqs: list[int]
     matrix: np.ndarray  # (n, dimensions) float32
     norms: np.ndarray  # (n,) float32
 
 
 class LocalVectorIndex:
-    """One Vectorize index in one SQLite file. Thread-safe."""
+    """One Vectorize index in one SQLite file; its mutations apply `delay` seconds after they are
+    accepted (`clock`: Unix time, time.time unless a test drives it). Thread-safe, and safe with
+    other processes on the same file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, delay: float, clock: Callable[[], float] = time.time) -> None:
         self.path = path
+        self.delay = check_delay(delay)
+        self._clock = clock
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA busy_timeout=10000")
         self._conn.executescript(_SCHEMA)
+        self._add_columns()
         self._loaded: _Loaded | None = None
         self._data_version: int | None = None
         config = dict(self._conn.execute("SELECT key, value FROM config").fetchall())
@@ -116,8 +170,19 @@ class LocalVectorIndex:
         self.dimensions = int(config["dimensions"])
         self.metric = config["metric"]
 
+    def _add_columns(self) -> None:
+        for table, column, statement in _ADDED_COLUMNS:
+            columns = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            if column not in columns:
+                try:
+                    self._conn.execute(statement)
+                except sqlite3.OperationalError as exc:  # another process added it meanwhile
+                    if "duplicate column" not in str(exc):
+                        raise
+
     @classmethod
-    def create(cls, path: Path, name: str, dimensions: int, metric: str, description: str = "") -> LocalVectorIndex:
+    def create(cls, path: Path, name: str, dimensions: int, metric: str, description: str = "", *,
+               delay: float, clock: Callable[[], float] = time.time) -> LocalVectorIndex:
         check_index_name(name)
         if not isinstance(dimensions, int) or isinstance(dimensions, bool) or not 1 <= dimensions <= MAX_DIMENSIONS:
             raise VectorizeError(400, 3002, f"config.dimensions must be an integer 1-{MAX_DIMENSIONS}, got {dimensions!r}")
@@ -129,7 +194,7 @@ class LocalVectorIndex:
         conn = sqlite3.connect(path, isolation_level=None)
         try:
             conn.executescript(_SCHEMA)
-            now = _now()
+            now = _stamp(clock())
             conn.executemany(
                 "INSERT INTO config (key, value) VALUES (?, ?)",
                 [("name", name), ("dimensions", str(dimensions)), ("metric", metric),
@@ -139,7 +204,7 @@ class LocalVectorIndex:
         finally:
             conn.close()
         logger.info("Created local Vectorize index %s (%d dimensions, %s)", name, dimensions, metric)
-        return cls(path)
+        return cls(path, delay=delay, clock=clock)
 
     # --- description --------------------------------------------------------------------
 
@@ -159,8 +224,9 @@ class LocalVectorIndex:
         }
 
     def info(self) -> dict[str, Any]:
-        """The index as GET /indexes/{name}/info answers it."""
+        """The index as GET /indexes/{name}/info answers it: what the applied mutations made."""
         with self._lock:
+            self.apply_due()
             config = self._config()
             count = self._conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
         return {
@@ -174,17 +240,72 @@ class LocalVectorIndex:
         with self._lock:
             return dict(self._conn.execute("SELECT property_name, index_type FROM metadata_indexes").fetchall())
 
+    def pending(self) -> int:
+        """How many accepted mutations are not applied yet."""
+        with self._lock:
+            self.apply_due()
+            return int(self._conn.execute("SELECT COUNT(*) FROM mutations").fetchone()[0])
+
     # --- mutations ----------------------------------------------------------------------
 
-    def _mutated(self) -> str:
+    def _accept(self, kind: str) -> tuple[int, str]:
+        """Record a mutation (inside the caller's transaction); its seq and id."""
         mutation = str(uuid.uuid4())
-        now = _now()
-        self._conn.executemany(
-            "UPDATE config SET value = ? WHERE key = ?",
-            [(mutation, "last_mutation"), (now, "last_mutation_at"), (now, "modified_on")],
+        cursor = self._conn.execute(
+            "INSERT INTO mutations (id, kind, apply_at, created_at) VALUES (?, ?, ?, ?)",
+            (mutation, kind, self._clock() + self.delay, _stamp(self._clock())),
         )
-        self._loaded = None
-        return mutation
+        return int(cursor.lastrowid or 0), mutation
+
+    def apply_due(self) -> int:
+        """Apply, in order, the mutations whose time has come; stops at the first one still waiting
+        (a later mutation never overtakes it). Returns how many were applied."""
+        with self._lock:
+            now = self._clock()
+            head = self._conn.execute("SELECT apply_at FROM mutations ORDER BY seq LIMIT 1").fetchone()
+            if head is None or head[0] > now:
+                return 0
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                applied = self._apply_in_order(now)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            if applied:
+                self._loaded = None
+            return applied
+
+    def _apply_in_order(self, now: float) -> int:
+        config = self._config()
+        done_at = _parse_stamp(config.get("last_mutation_at") or "")
+        applied, last = 0, None
+        for seq, mutation, kind, apply_at in self._conn.execute(
+            "SELECT seq, id, kind, apply_at FROM mutations ORDER BY seq"
+        ).fetchall():
+            if apply_at > now:
+                break
+            if kind in ("upsert", "insert"):
+                verb = "INSERT OR REPLACE" if kind == "upsert" else "INSERT OR IGNORE"
+                self._conn.execute(
+                    f"{verb} INTO vectors (id, namespace, vals, metadata, seq) "
+                    "SELECT id, namespace, vals, metadata, seq FROM pending_vectors WHERE seq = ?", (seq,))
+                self._conn.execute("DELETE FROM pending_vectors WHERE seq = ?", (seq,))
+            elif kind == "delete":
+                self._conn.execute("DELETE FROM vectors WHERE id IN (SELECT id FROM pending_deletes WHERE seq = ?)",
+                                   (seq,))
+                self._conn.execute("DELETE FROM pending_deletes WHERE seq = ?", (seq,))
+            # a metadata index was listed when it was created; reaching it only marks its place in the order
+            self._conn.execute("DELETE FROM mutations WHERE seq = ?", (seq,))
+            done_at = max(done_at, apply_at)
+            applied, last = applied + 1, mutation
+        if last is not None:
+            stamp = _stamp(done_at)
+            self._conn.executemany(
+                "UPDATE config SET value = ? WHERE key = ?",
+                [(last, "last_mutation"), (stamp, "last_mutation_at"), (stamp, "modified_on")],
+            )
+        return applied
 
     def create_metadata_index(self, property_name: Any, index_type: Any) -> str:
         if not isinstance(property_name, str) or not property_name:
@@ -192,31 +313,47 @@ class LocalVectorIndex:
         if index_type not in INDEX_TYPES:
             raise VectorizeError(400, 40020, f"indexType must be one of {', '.join(INDEX_TYPES)}, got {index_type!r}")
         with self._lock:
-            existing = self.metadata_indexes()
-            if property_name in existing:
-                raise VectorizeError(409, 40021, f'a metadata index on "{property_name}" already exists')
-            if len(existing) >= MAX_METADATA_INDEXES:
-                raise VectorizeError(400, 40022, f"at most {MAX_METADATA_INDEXES} metadata indexes per index")
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.execute("INSERT INTO metadata_indexes VALUES (?, ?)", (property_name, index_type))
-            mutation = self._mutated()
-            self._conn.execute("COMMIT")
-            return mutation
-
-    def upsert(self, vectors: list[dict[str, Any]]) -> str:
-        """Insert or replace whole vectors (values, namespace, metadata), all or none."""
-        rows = [self._row(v) for v in vectors]
-        with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO vectors (id, namespace, vals, metadata) VALUES (?, ?, ?, ?)", rows
-                )
-                mutation = self._mutated()
+                existing = self.metadata_indexes()
+                if property_name in existing:
+                    raise VectorizeError(409, 40021, f'a metadata index on "{property_name}" already exists')
+                if len(existing) >= MAX_METADATA_INDEXES:
+                    raise VectorizeError(400, 40022, f"at most {MAX_METADATA_INDEXES} metadata indexes per index")
+                seq, mutation = self._accept("metadata_index")
+                self._conn.execute("INSERT INTO metadata_indexes (property_name, index_type, seq) VALUES (?, ?, ?)",
+                                   (property_name, index_type, seq))
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            self.apply_due()
+            return mutation
+
+    def upsert(self, vectors: list[dict[str, Any]]) -> str:
+        """Insert or replace whole vectors (values, namespace, metadata), all or none, once applied."""
+        return self._write("upsert", vectors)
+
+    def insert(self, vectors: list[dict[str, Any]]) -> str:
+        """Insert vectors whose ids the index does not hold when the mutation is applied; the others
+        are left as they are (Vectorize's insert)."""
+        return self._write("insert", vectors)
+
+    def _write(self, kind: str, vectors: list[dict[str, Any]]) -> str:
+        rows = [self._row(v) for v in vectors]
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                seq, mutation = self._accept(kind)
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO pending_vectors (seq, id, namespace, vals, metadata) VALUES (?, ?, ?, ?, ?)",
+                    [(seq, *row) for row in rows],
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self.apply_due()
         return mutation
 
     def _row(self, vector: Any) -> tuple[str, str | None, bytes, str | None]:
@@ -248,17 +385,25 @@ class LocalVectorIndex:
         ids = list(ids)
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in ids])
-            mutation = self._mutated()
-            self._conn.execute("COMMIT")
+            try:
+                seq, mutation = self._accept("delete")
+                self._conn.executemany("INSERT OR IGNORE INTO pending_deletes (seq, id) VALUES (?, ?)",
+                                       [(seq, i) for i in ids])
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self.apply_due()
         return mutation
 
     # --- reads --------------------------------------------------------------------------
 
     def get_by_ids(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The applied vectors with these ids, in the order asked; ids it does not hold are left out."""
         ids = list(dict.fromkeys(ids))
         out: list[dict[str, Any]] = []
         with self._lock:
+            self.apply_due()
             for start in range(0, len(ids), 500):
                 part = ids[start:start + 500]
                 marks = ",".join("?" for _ in part)
@@ -270,6 +415,7 @@ class LocalVectorIndex:
         return out
 
     def _load(self) -> _Loaded:
+        self.apply_due()
         # PRAGMA data_version changes when another connection (another process: a crawl while
         # `helppuff serve` runs) commits to the file: the cached matrix is then read again.
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -277,7 +423,8 @@ class LocalVectorIndex:
             self._loaded = None
             self._data_version = version
         if self._loaded is None:
-            rows = self._conn.execute("SELECT id, namespace, vals, metadata FROM vectors ORDER BY id").fetchall()
+            rows = self._conn.execute(
+                "SELECT id, namespace, vals, metadata, seq FROM vectors ORDER BY id").fetchall()
             matrix = (
                 np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), self.dimensions)
                 if rows else np.zeros((0, self.dimensions), dtype=np.float32)
@@ -286,6 +433,7 @@ class LocalVectorIndex:
                 ids=[r[0] for r in rows],
                 namespaces=[r[1] for r in rows],
                 metadata=[json.loads(r[3]) if r[3] is not None else None for r in rows],
+                seqs=[r[4] for r in rows],
                 matrix=matrix,
                 norms=np.linalg.norm(matrix, axis=1).astype(np.float32),
             )
@@ -310,13 +458,14 @@ class LocalVectorIndex:
                 400, 40006,
                 f"invalid query vector, expected {self.dimensions} dimensions, and got {len(vector)} dimensions",
             )
-        indexed = self.metadata_indexes()
-        predicate = compile_filter(filter or {}, indexed)
         with self._lock:
             loaded = self._load()
+            created = dict(self._conn.execute("SELECT property_name, seq FROM metadata_indexes").fetchall())
+            indexed = self.metadata_indexes()
+        predicate = compile_filter(filter or {}, indexed, created)
         keep = [
             i for i in range(len(loaded.ids))
-            if (namespace is None or loaded.namespaces[i] == namespace) and predicate(loaded.metadata[i])
+            if (namespace is None or loaded.namespaces[i] == namespace) and predicate(loaded.metadata[i], loaded.seqs[i])
         ]
         if not keep:
             return {"count": 0, "matches": []}
@@ -344,13 +493,20 @@ class LocalVectorIndex:
             if return_metadata == "all" and meta is not None:
                 match["metadata"] = meta
             elif return_metadata == "indexed" and meta is not None:
-                match["metadata"] = {k: v for k, v in meta.items() if k in indexed}
+                match["metadata"] = {k: v for k, v in meta.items()
+                                     if k in indexed and loaded.seqs[i] > created.get(k, 0)}
             matches.append(match)
         return {"count": len(matches), "matches": matches}
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _parse_stamp(text: str) -> float:
+    if not text:
+        return 0.0
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
 
 
 def _vector_json(vid: str, namespace: str | None, blob: bytes, metadata: str | None) -> dict[str, Any]:
@@ -390,9 +546,15 @@ def _indexed_value(value: Any, index_type: str) -> Any:
 
 
 def compile_filter(
-    filter: Mapping[str, Any], indexed: Mapping[str, str]
-) -> Callable[[Mapping[str, Any] | None], bool]:
-    """A predicate over a vector's metadata for a Vectorize filter; VectorizeError when malformed."""
+    filter: Mapping[str, Any], indexed: Mapping[str, str], created: Mapping[str, int] | None = None
+) -> Callable[[Mapping[str, Any] | None, int | None], bool]:
+    """A predicate over a vector's metadata (and the seq of the mutation that wrote it) for a
+    Vectorize filter; VectorizeError when malformed.
+
+    `created`: the seq of the mutation that created each metadata index; a vector written by an
+    earlier mutation is not in that index, so no condition on the property matches it. Without it
+    (or without the vector's seq), every vector is taken as written after its indexes.
+    """
     if not isinstance(filter, Mapping):
         raise VectorizeError(400, 40003, "filter must be a JSON object")
     tests: list[tuple[str, str, str, Any]] = []
@@ -414,8 +576,14 @@ def compile_filter(
                 logger.warning("Filter on %r, which has no metadata index: it matches nothing (as on Vectorize)", key)
             tests.append((key, op, indexed.get(key, ""), operand))
 
-    def predicate(metadata: Mapping[str, Any] | None) -> bool:
-        return all(_test(metadata, key, op, index_type, operand) for key, op, index_type, operand in tests)
+    since = {key: (created or {}).get(key) for key, _, _, _ in tests}
+
+    def predicate(metadata: Mapping[str, Any] | None, seq: int | None = None) -> bool:
+        return all(
+            _test(metadata, key, op, index_type, operand)
+            and (seq is None or since[key] is None or seq > since[key])  # type: ignore[operator]
+            for key, op, index_type, operand in tests
+        )
 
     return predicate
 

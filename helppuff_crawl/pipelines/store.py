@@ -30,15 +30,19 @@ crawl`'s progress line) sees what was written.
 
 After the last page (close_spider): kb/after_crawl.py (pages learned again from kept Markdown, the
 facts and the facts passage, own answers, files, pages leaving), with the embed pipeline's embedder.
-A failure there is the stat helppuff/store/finish_error, and the run fails with it (CrawlRun).
+A failure there is the stat helppuff/store/finish_error, and the run fails with it (CrawlRun). Then
+the crawl waits (at most HELPPUFF_VECTORIZE_WAIT seconds) for Vectorize to apply the vector writes
+it made, which it does asynchronously, so that when the run is done its passages can be found by
+meaning too; writes still not applied then are counted (helppuff/vectors/pending) and logged, and
+apply later (the run is not failed for them).
 
 Enable: ITEM_PIPELINES {"helppuff_crawl.pipelines.store.StorePipeline": 900}, with the CrawlRun
 extension (the site, its start URL, the run id). Settings: HELPPUFF_STORE_ENABLED, HELPPUFF_RETRY_DELAYS,
 HELPPUFF_VECTORIZE_INDEX, HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS,
-HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER.
+HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER, HELPPUFF_VECTORIZE_WAIT.
 Stats: helppuff/store/{pages,unchanged,not_learned,removed_pages,reembedded_from_markdown,
 facts_passage_chunks,own_answer_chunks,file_chunks,finish_error,sends}, helppuff/store/status/<status>,
-helppuff/store/mended/<what>, helppuff/vectors/{written,deleted}.
+helppuff/store/mended/<what>, helppuff/vectors/{written,deleted,pending}.
 """
 
 from __future__ import annotations
@@ -61,7 +65,14 @@ from helppuff_crawl.kb.database import BackendConfig
 from helppuff_crawl.kb.facts import CrawlFacts
 from helppuff_crawl.kb.learn import Lesson
 from helppuff_crawl.kb.write_queue import PageWriteQueue
-from helppuff_crawl.kb.writer import IndexConfig, KnownSite, KnowledgeWriter, ModelMismatch, PageWrite
+from helppuff_crawl.kb.writer import (
+    IndexConfig,
+    KnownSite,
+    KnowledgeWriter,
+    ModelMismatch,
+    PageWrite,
+    vectorize_wait,
+)
 from helppuff_crawl.pipelines.embed import EmbedPipeline
 
 if TYPE_CHECKING:
@@ -79,6 +90,7 @@ class StoreConfig:
     index: IndexConfig
     batch_pages: int
     linger: float
+    vectorize_wait: float  # seconds to wait at the end for Vectorize to apply the crawl's writes
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -95,7 +107,7 @@ class StoreConfig:
         linger = settings.getfloat("HELPPUFF_STORE_LINGER")
         if linger <= 0:
             raise ValueError(f"HELPPUFF_STORE_LINGER must be > 0 seconds, got {linger}")
-        return cls(delays, index, batch_pages, linger)
+        return cls(delays, index, batch_pages, linger, vectorize_wait(settings))
 
 
 class StorePipeline:
@@ -109,7 +121,7 @@ class StorePipeline:
         self.stats = crawler.stats
         self.run = run  # the site and its start URL are the run's
         self.kb = run.kb
-        self.writer = KnowledgeWriter(self.kb, self.config.index)
+        self.writer = KnowledgeWriter(self.kb, self.config.index, wait=self.config.vectorize_wait)
         self._embedding = embedding
         self.embedding: EmbedPipeline | None = None
         self.facts = CrawlFacts()
@@ -232,6 +244,16 @@ class StorePipeline:
         finally:
             self.stats.set_value("helppuff/vectors/written", self.writer.vector_writes)
             self.stats.set_value("helppuff/vectors/deleted", self.writer.vector_deletes)
+            await self._wait_for_vectors()
+
+    async def _wait_for_vectors(self) -> None:
+        """Wait for Vectorize to apply the crawl's writes; count those it has not applied yet."""
+        try:
+            await self.writer.wait_for_writes()
+        except CloudflareError as exc:
+            logger.warning("Could not see whether Vectorize applied the crawl's writes: %s", exc,
+                           extra={"spider": self.crawler.spider})
+        self.stats.set_value("helppuff/vectors/pending", len(self.writer.pending_ids))
 
 
 class _NotEmbedded(Exception):
