@@ -451,3 +451,35 @@ def test_an_index_file_from_before_asynchronous_writes_keeps_its_vectors_filtera
     assert [m["id"] for m in index.query([1, 0, 0], filter={"category": "pricing"})["matches"]] == ["a", "b"]
     assert [m["id"] for m in index.query([1, 0, 0], filter={"page": {"$ne": "/x"}})["matches"]] == ["b"]
     index.close()
+
+
+def test_uploads_are_refused_past_vectorizes_limits(tmp_path: Path) -> None:
+    """Metadata at most 10 KiB a vector, at most 5,000 vectors and 100 MB an upload (HTTP API)."""
+    cloud = LocalCloud(tmp_path)
+    assert _post(cloud, "", {"name": "lim", "config": {"dimensions": 2, "metric": "cosine"}}).status == 200
+    ndjson = "application/x-ndjson"
+
+    def lines(vectors: list[dict[str, Any]]) -> bytes:
+        return b"\n".join(json.dumps(v).encode() for v in vectors)
+
+    at_limit = {"id": "a", "values": [1.0, 0.0], "metadata": {"text": "x" * (10 * 1024 - 12)}}
+    assert len(json.dumps(at_limit["metadata"], ensure_ascii=False).encode()) == 10 * 1024
+    assert _post(cloud, "/lim/upsert", lines([at_limit]), ndjson).status == 200
+    over = {**at_limit, "metadata": {"text": "x" * (10 * 1024 - 11)}}
+    refused = _post(cloud, "/lim/upsert", lines([over]), ndjson)
+    assert refused.status == 400 and "at most 10240 bytes" in refused.body["errors"][0]["message"]
+    many = [{"id": f"v{i}", "values": [1.0, 0.0]} for i in range(5001)]
+    assert _post(cloud, "/lim/upsert", lines(many[:5000]), ndjson).status == 200
+    too_many = _post(cloud, "/lim/upsert", lines(many), ndjson)
+    assert too_many.status == 400 and "at most 5000" in too_many.body["errors"][0]["message"]
+    huge = _post(cloud, "/lim/upsert", b" " * (100 * 1024 * 1024 + 1), ndjson)
+    assert huge.status == 413
+    cloud.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_client_refuses_metadata_over_10_kib_before_sending(tmp_path: Path):  # type: ignore[no-untyped-def]
+    client = CloudflareClient(LocalTransport(LocalCloud(tmp_path)), "local")
+    with pytest.raises(ValueError, match="Vectorize allows at most 10240"):
+        yield run_async(client.vectorize_upsert("any", [{"id": "a", "values": [1.0], "metadata": {"t": "x" * 10240}}]))
+    yield run_async(client.aclose())

@@ -59,6 +59,7 @@ D1_MAX_PARAMS = 100
 D1_MAX_STATEMENT_BYTES = 100_000
 D1_MAX_ROW_BYTES = 2_000_000
 MAX_VECTOR_ID_BYTES = 64
+MAX_METADATA_BYTES = 10 * 1024  # per vector
 MAX_NAMESPACE_BYTES = 64
 MAX_TOP_K = 100  # without values and with at most indexed metadata
 MAX_TOP_K_WITH_VALUES = 50  # with returnValues or returnMetadata "all"
@@ -439,6 +440,10 @@ class CloudflareClient:
                 item["namespace"] = _check_id("namespace", vector["namespace"], MAX_NAMESPACE_BYTES)
             if vector.get("metadata") is not None:
                 item["metadata"] = dict(vector["metadata"])
+                size = len(_json(item["metadata"]))
+                if size > MAX_METADATA_BYTES:
+                    raise ValueError(f"vector {item['id']!r}: metadata is {size} bytes; Vectorize allows at most "
+                                     f"{MAX_METADATA_BYTES} (10 KiB)")
             lines.append(_json(item))
         body = b"\n".join(lines) + b"\n"
         resource = f"Vectorize index {name}"

@@ -419,8 +419,16 @@ def _created_at(path: Path) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # Vectorize's upload limit (HTTP API)
+MAX_UPLOAD_VECTORS = 5000  # vectors per upsert or insert (HTTP API)
+
+
 def _ndjson(body: bytes, headers: dict[str, str], discard: bool = False) -> list[Any]:
-    """The vectors of an NDJSON upsert body, one JSON object a line; refuses a JSON array or object."""
+    """The vectors of an NDJSON upsert body, one JSON object a line; refuses a JSON array or object,
+    and what Vectorize's HTTP API refuses: over 100 MB, or over 5,000 vectors."""
+    if len(body) > MAX_UPLOAD_BYTES:
+        raise VectorizeError(413, 40011, f"the upload is {len(body):,} bytes; Vectorize takes at most "
+                                         f"{MAX_UPLOAD_BYTES:,} (100 MB) per request")
     ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
     if ctype and "ndjson" not in ctype.lower():
         raise VectorizeError(
@@ -449,6 +457,9 @@ def _ndjson(body: bytes, headers: dict[str, str], discard: bool = False) -> list
         vectors.append(item)
     if not vectors:
         raise VectorizeError(400, 40011, "the body holds no vectors: send NDJSON, one vector per line")
+    if len(vectors) > MAX_UPLOAD_VECTORS:
+        raise VectorizeError(400, 40011, f"{len(vectors)} vectors in one upload; Vectorize's HTTP API takes at "
+                                         f"most {MAX_UPLOAD_VECTORS}")
     return vectors
 
 

@@ -57,6 +57,7 @@ METRICS = ("cosine", "euclidean", "dot-product")
 INDEX_TYPES = ("string", "number", "boolean")
 MAX_DIMENSIONS = 1536
 MAX_METADATA_INDEXES = 10
+MAX_METADATA_BYTES = 10 * 1024  # per vector (developers.cloudflare.com/vectorize/platform/limits/)
 MAX_ID_BYTES = 64
 MAX_INDEXED_BYTES = 64
 INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -378,8 +379,12 @@ class LocalVectorIndex:
         metadata = vector.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise VectorizeError(400, 40014, f'invalid metadata for id="{vid}": metadata must be a JSON object')
+        encoded = json.dumps(metadata, ensure_ascii=False) if metadata is not None else None
+        if encoded is not None and len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+            raise VectorizeError(400, 40014, f'invalid metadata for id="{vid}": metadata is at most '
+                                             f'{MAX_METADATA_BYTES} bytes (10 KiB) per vector')
         blob = np.asarray(values, dtype="<f4").tobytes()
-        return vid, namespace or None, blob, json.dumps(metadata, ensure_ascii=False) if metadata is not None else None
+        return vid, namespace or None, blob, encoded
 
     def delete_by_ids(self, ids: Iterable[str]) -> str:
         ids = list(ids)
