@@ -43,14 +43,14 @@ def _print_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _sites(cloud: LocalCloud, database: str) -> list[dict[str, Any]]:
+def _sites(cloud: LocalCloud, database_id: str) -> list[dict[str, Any]]:
     """Each crawled site with its chunk count and embedding model, from the local cloud's D1."""
     from helppuff_crawl.cloudflare.client import CloudflareClient
     from helppuff_crawl.kb.database import KnowledgeBase
     from helppuff_crawl.kb.status import indexed_sites
     from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID, LocalTransport
 
-    kb = KnowledgeBase(CloudflareClient(LocalTransport(cloud), LOCAL_ACCOUNT_ID), database)
+    kb = KnowledgeBase(CloudflareClient(LocalTransport(cloud), LOCAL_ACCOUNT_ID), database_id)
     return asyncio.run(indexed_sites(kb))
 
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         dev.start()
         dev.wait_ready()
         assert dev.cloud is not None  # started
-        sites = _sites(dev.cloud, database)
+        sites = _sites(dev.cloud, dev.database_id)
         print(f"Local cloud  {dev.cloud_url}  (knowledge base: {data_dir})")
         print(f"Worker       {dev.worker_url}  (POST /v1/sites/<site>/search)")
         if chat is not None:
