@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helppuff_crawl.deploy.state import DeployState
-from helppuff_crawl.deploy.worker import read_jsonc
+from helppuff_crawl.deploy.worker import WorkerDeployError, read_jsonc, widget_tag, worker_url
 from helppuff_crawl.local.cloud import LocalCloud
 from helppuff_crawl.local.d1 import migration_files
 from helppuff_crawl.local.devserver import WORKER_DIR
@@ -136,3 +136,15 @@ def test_a_dry_run_builds_the_bundle_and_touches_nothing(cloudflare, tmp_path: P
 def test_jsonc_comments_and_trailing_commas_but_not_inside_strings() -> None:
     text = '{\n  // a comment\n  "a": "http://x//y", /* block */ "b": [1, 2,],\n  "c": "/* kept */",\n}'
     assert read_jsonc(text) == {"a": "http://x//y", "b": [1, 2], "c": "/* kept */"}
+
+
+def test_the_workers_url_and_the_widget_tag_from_wranglers_output() -> None:
+    output = ("Total Upload: 143.71 KiB / gzip: 31.02 KiB\nUploaded helppuff (4.12 sec)\n"
+              "Deployed helppuff triggers (1.03 sec)\n  https://helppuff.acme-plumbing.workers.dev\n"
+              "Current Version ID: 6c1d3f0e-2a4b-4d55-8e1c-0f9a7b3c2d11\n")
+    url = worker_url(output)
+    assert url == "https://helppuff.acme-plumbing.workers.dev"
+    assert widget_tag(url + "/", "acme") == (
+        '<script src="https://helppuff.acme-plumbing.workers.dev/widget.js" data-site="acme" async></script>')
+    with pytest.raises(WorkerDeployError, match="no workers.dev URL"):
+        worker_url("Uploaded helppuff (4.12 sec)\nDeployed helppuff triggers (1.03 sec)\n  example.com/*\n")

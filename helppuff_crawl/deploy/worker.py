@@ -106,6 +106,11 @@ def deploy_worker(config: Path, api_token: str, account_id: str, secrets: dict[s
     output = _wrangler(["deploy", "--config", str(config)], env, worker_dir)
     for name, value in (secrets or {}).items():
         _wrangler(["secret", "put", name, "--config", str(config)], env, worker_dir, stdin=value)
+    return worker_url(output)
+
+
+def worker_url(output: str) -> str:
+    """The workers.dev URL `wrangler deploy` prints under "Deployed <name> triggers"."""
     found = _WORKER_URL.search(output)
     if found is None:
         raise WorkerDeployError("wrangler deploy succeeded but printed no workers.dev URL (a custom route only?)")
