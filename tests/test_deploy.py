@@ -17,7 +17,12 @@ from pathlib import Path
 import pytest
 
 from helppuff_crawl.deploy.state import DeployState
-from helppuff_crawl.deploy.worker import WorkerDeployError, read_jsonc, widget_tag, worker_url
+from helppuff_crawl.deploy.worker import (
+    WorkerDeployError,
+    read_jsonc,
+    widget_tag,
+    worker_url,
+)
 from helppuff_crawl.local.cloud import LocalCloud
 from helppuff_crawl.local.d1 import migration_files
 from helppuff_crawl.local.devserver import WORKER_DIR

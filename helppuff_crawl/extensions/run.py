@@ -42,9 +42,10 @@ from helppuff_crawl.kb.database import KnowledgeBase, NotDeployed
 from helppuff_crawl.kb.pages import LEARNED
 
 if TYPE_CHECKING:
-    from helppuff_crawl.kb.writer import KnownSite
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+
+    from helppuff_crawl.kb.writer import KnownSite
 
 logger = logging.getLogger(__name__)
 

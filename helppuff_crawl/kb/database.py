@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError, HttpTransport
+from helppuff_crawl.cloudflare.client import (
+    CloudflareClient,
+    CloudflareError,
+    HttpTransport,
+)
 from helppuff_crawl.cloudflare.pacing import Rate
 from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
 

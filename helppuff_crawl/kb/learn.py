@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import Statement
-from helppuff_crawl.kb.writer import ChunkRow, KnownSite, KnowledgeWriter
+from helppuff_crawl.kb.writer import ChunkRow, KnowledgeWriter, KnownSite
 from helppuff_crawl.text.chunking import Chunk, ChunkMeta, ChunkSizes, chunk_page
 
 logger = logging.getLogger(__name__)

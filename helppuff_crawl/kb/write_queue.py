@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from helppuff_crawl.kb.writer import KnownSite, KnowledgeWriter, PageWrite
+from helppuff_crawl.kb.writer import KnowledgeWriter, KnownSite, PageWrite
 
 logger = logging.getLogger(__name__)
 

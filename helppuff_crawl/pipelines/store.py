@@ -67,8 +67,8 @@ from helppuff_crawl.kb.learn import Lesson
 from helppuff_crawl.kb.write_queue import PageWriteQueue
 from helppuff_crawl.kb.writer import (
     IndexConfig,
-    KnownSite,
     KnowledgeWriter,
+    KnownSite,
     ModelMismatch,
     PageWrite,
     vectorize_wait,
