@@ -2,6 +2,9 @@
 
 Each test pins what the client sends (method, exact path, headers, body) to what Cloudflare's API
 reference documents, the page cited beside it, and how it reads the answers, errors and retries.
+The requests of D1 and of Vectorize's indexes, metadata indexes and vectors by id are built by
+Cloudflare's SDK, and the tests pin them as the SDK sends them (its User-Agent says which);
+Workers AI, Vectorize upsert and query are the client's own (tests/test_cloudflare_sdk.py says why).
 An optional smoke test at the end runs against a real account when credentials are set.
 """
 
@@ -60,6 +63,19 @@ def _only(fake: FakeCloudflare) -> Any:
     return request
 
 
+def _by_sdk(*requests: Any) -> None:
+    """Built by Cloudflare's SDK, and sent with the transport's token (never the SDK's placeholder)."""
+    for request in requests:
+        assert request.headers["user-agent"].startswith("AsyncCloudflare/Python "), request.path
+        assert request.headers["authorization"] == f"Bearer {TOKEN}"
+
+
+def _by_hand(*requests: Any) -> None:
+    for request in requests:
+        assert not request.headers["user-agent"].startswith("AsyncCloudflare/"), request.path
+        assert request.headers["authorization"] == f"Bearer {TOKEN}"
+
+
 # --- D1 ---------------------------------------------------------------------------------
 
 
@@ -76,10 +92,32 @@ async def _d1_query(fake: FakeCloudflare) -> None:
     rows = await client.d1_query("db-1", "SELECT ? AS a, ? AS b, ? AS c, ? AS d, ? AS e", [1, "x", None, True, 2.5])
     assert rows == [{"n": 1}]
     request = _only(fake)
+    _by_sdk(request)
     assert (request.method, request.path) == ("POST", f"{BASE}/d1/database/db-1/query")
     assert request.headers["content-type"] == "application/json"
     assert request.json() == {"sql": "SELECT ? AS a, ? AS b, ? AS c, ? AS d, ? AS e",
                               "params": ["1", "x", None, "1", "2.5"]}
+    await client.aclose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_d1_batch_sends_one_request_with_every_statement(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_d1_batch(fake))
+
+
+async def _d1_batch(fake: FakeCloudflare) -> None:
+    # The same endpoint, with `batch` (the SDK's second form of query): one transaction.
+    fake.on("POST", "/accounts/acc/d1/database/db-1/query",
+            Canned(result=[{"results": [], "success": True, "meta": {"changes": 1}},
+                           {"results": [{"n": 2}], "success": True, "meta": {}}]))
+    client = _client(fake)
+    rows = await client.d1_batch("db-1", [("INSERT INTO t VALUES (?)", [7]), ("SELECT count(*) AS n FROM t", [])])
+    assert rows == [[], [{"n": 2}]]
+    request = _only(fake)
+    _by_sdk(request)
+    assert (request.method, request.path) == ("POST", f"{BASE}/d1/database/db-1/query")
+    assert request.json() == {"batch": [{"sql": "INSERT INTO t VALUES (?)", "params": ["7"]},
+                                        {"sql": "SELECT count(*) AS n FROM t", "params": []}]}
     await client.aclose()
 
 
@@ -91,16 +129,38 @@ def test_d1_create_and_list_databases(fake: FakeCloudflare):  # type: ignore[no-
 async def _d1_databases(fake: FakeCloudflare) -> None:
     # https://developers.cloudflare.com/api/resources/d1/subresources/database/methods/create/
     # https://developers.cloudflare.com/api/resources/d1/subresources/database/methods/list/
-    created = {"uuid": "7b16-...", "name": "helppuff kb", "version": "production"}
+    created = {"uuid": "7b16-...", "name": "helppuff kb", "version": "production",
+               "created_at": "2026-10-04T00:00:00Z"}
     fake.on("POST", "/accounts/acc/d1/database", Canned(result=created))
     fake.on("GET", "/accounts/acc/d1/database", Canned(result=[created]))
     client = _client(fake)
     assert await client.d1_create_database("helppuff kb") == created
     assert await client.d1_list_databases("helppuff kb") == [created]
     create, listing = fake.requests
+    _by_sdk(create, listing)
     assert (create.method, create.path, create.json()) == ("POST", f"{BASE}/d1/database", {"name": "helppuff kb"})
-    assert (listing.method, listing.path) == ("GET", f"{BASE}/d1/database?name=helppuff%20kb&per_page=1000")
+    assert (listing.method, listing.path) == ("GET", f"{BASE}/d1/database?name=helppuff+kb&per_page=1000")
     assert listing.body == b"" and "content-type" not in listing.headers
+    await client.aclose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_d1_list_reads_every_page(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_d1_pages(fake))
+
+
+async def _d1_pages(fake: FakeCloudflare) -> None:
+    # The list is paged (page from 1, per_page 10 to 10,000, result_info): a full page asks for the
+    # next one, a short page is the last.
+    first = [{"uuid": f"u-{i}", "name": f"db-{i}"} for i in range(1000)]
+    fake.on("GET", "/accounts/acc/d1/database",
+            Canned(result=first), Canned(result=[{"uuid": "u-last", "name": "db-last"}]))
+    client = _client(fake)
+    found = await client.d1_list_databases()
+    assert [db["uuid"] for db in found] == [f"u-{i}" for i in range(1000)] + ["u-last"]
+    assert [r.path for r in fake.requests] == [f"{BASE}/d1/database?per_page=1000",
+                                               f"{BASE}/d1/database?per_page=1000&page=2"]
+    _by_sdk(*fake.requests)
     await client.aclose()
 
 
@@ -126,6 +186,12 @@ async def _vectorize_indexes(fake: FakeCloudflare) -> None:
     # .../metadata_index/methods/list/
     fake.on("GET", "/accounts/acc/vectorize/v2/indexes/helppuff-acme/metadata_index/list",
             Canned(result={"metadataIndexes": [{"propertyName": "category", "indexType": "string"}]}))
+    # .../indexes/methods/info/, .../methods/list/, .../methods/delete/
+    info = {"dimensions": 1024, "vectorCount": 7, "processedUpToMutation": "m-0",
+            "processedUpToDatetime": "2026-10-04T00:00:01Z"}
+    fake.on("GET", "/accounts/acc/vectorize/v2/indexes/helppuff-acme/info", Canned(result=info))
+    fake.on("GET", "/accounts/acc/vectorize/v2/indexes", Canned(result=[_INDEX]))
+    fake.on("DELETE", "/accounts/acc/vectorize/v2/indexes/helppuff-acme", Canned(result=None))
     client = _client(fake)
     assert await client.vectorize_create_index("helppuff-acme", 1024, "cosine") == _INDEX
     assert await client.vectorize_get_index("helppuff-acme") == _INDEX
@@ -133,13 +199,20 @@ async def _vectorize_indexes(fake: FakeCloudflare) -> None:
     assert await client.vectorize_list_metadata_indexes("helppuff-acme") == [
         {"propertyName": "category", "indexType": "string"}
     ]
-    create, get, meta, listing = fake.requests
+    assert await client.vectorize_index_info("helppuff-acme") == info
+    assert await client.vectorize_list_indexes() == [_INDEX]
+    assert await client.vectorize_delete_index("helppuff-acme") is None
+    create, get, meta, listing, info_request, indexes, delete = fake.requests
+    _by_sdk(*fake.requests)
     assert (create.method, create.path) == ("POST", f"{BASE}/vectorize/v2/indexes")
     assert create.json() == {"name": "helppuff-acme", "config": {"dimensions": 1024, "metric": "cosine"}}
     assert (get.method, get.path, get.body) == ("GET", f"{BASE}/vectorize/v2/indexes/helppuff-acme", b"")
     assert meta.path == f"{BASE}/vectorize/v2/indexes/helppuff-acme/metadata_index/create"
     assert meta.json() == {"propertyName": "category", "indexType": "string"}
     assert (listing.method, listing.path) == ("GET", f"{BASE}/vectorize/v2/indexes/helppuff-acme/metadata_index/list")
+    assert (info_request.method, info_request.path) == ("GET", f"{BASE}/vectorize/v2/indexes/helppuff-acme/info")
+    assert (indexes.method, indexes.path, indexes.body) == ("GET", f"{BASE}/vectorize/v2/indexes", b"")
+    assert (delete.method, delete.path, delete.body) == ("DELETE", f"{BASE}/vectorize/v2/indexes/helppuff-acme", b"")
     await client.aclose()
 
 
@@ -160,6 +233,7 @@ async def _upsert(fake: FakeCloudflare) -> None:
     ]
     assert await client.vectorize_upsert("helppuff-acme", vectors) == "m-2"
     request = _only(fake)
+    _by_hand(request)
     assert (request.method, request.path) == ("POST", f"{BASE}/vectorize/v2/indexes/helppuff-acme/upsert")
     assert request.headers["content-type"] == "application/x-ndjson"
     assert not request.body.startswith(b"[") and request.body.endswith(b"\n")
@@ -197,6 +271,8 @@ async def _query(fake: FakeCloudflare) -> None:
     ]
     assert await client.vectorize_delete_by_ids("helppuff-acme", ["a"]) == "m-3"
     query, get, delete = fake.requests
+    _by_hand(query)  # the SDK's typed query() has no namespace
+    _by_sdk(get, delete)
     assert query.headers["content-type"] == "application/json"
     assert query.json() == {"vector": [0.1, 0.2], "topK": 20, "returnMetadata": "indexed", "returnValues": False,
                             "namespace": "acme", "filter": {"category": {"$in": ["pricing"]}}}
@@ -243,7 +319,8 @@ async def _ai_run(fake: FakeCloudflare) -> None:
     vectors = await client.embed("@cf/baai/bge-m3", ["hot water", "blocked drain"])
     assert vectors == [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]
     request = _only(fake)
-    assert request.path == "/client/v4/accounts/acc/ai/run/@cf/baai/bge-m3"  # not %40cf%2Fbaai%2Fbge-m3
+    _by_hand(request)
+    assert request.path == "/client/v4/accounts/acc/ai/run/@cf/baai/bge-m3"  # not the SDK's @cf%2Fbaai%2Fbge-m3
     assert request.headers["content-type"] == "application/json"
     assert request.json() == {"text": ["hot water", "blocked drain"]}
     await client.aclose()
@@ -314,6 +391,12 @@ _ERRORS = [
     ("404 index", "POST", "/accounts/acc/vectorize/v2/indexes/helppuff-acme/upsert",
      Canned(404, errors=[(3000, 'vectorize.index.not_found - Index name "helppuff-acme"')]), "upsert",
      'Vectorize index helppuff-acme: HTTP 404: 3000: vectorize.index.not_found - Index name "helppuff-acme"', 1),
+    ("404 index, by the SDK", "POST", "/accounts/acc/vectorize/v2/indexes/helppuff-acme/get_by_ids",
+     Canned(404, errors=[(3000, 'vectorize.index.not_found - Index name "helppuff-acme"')]), "get_by_ids",
+     'Vectorize index helppuff-acme: HTTP 404: 3000: vectorize.index.not_found - Index name "helppuff-acme"', 1),
+    ("unknown database, by the SDK", "POST", "/accounts/acc/d1/database/kb/query",
+     Canned(404, errors=[(7404, "The database kb could not be found")]), "d1",
+     "D1 database kb: HTTP 404: 7404: The database kb could not be found", 1),
     ("dimension mismatch", "POST", "/accounts/acc/vectorize/v2/indexes/helppuff-acme/upsert",
      Canned(400, errors=[(40012, 'invalid vector for id="a", expected 1024 dimensions, and got 384 dimensions')]),
      "upsert", ("Vectorize index helppuff-acme: HTTP 400: 40012: invalid vector for id=\"a\", expected 1024 "
@@ -333,6 +416,7 @@ _CALLS = {
     "d1": lambda c: c.d1_query("kb", "SELECT 1"),
     "query": lambda c: c.vectorize_query("helppuff-acme", [1.0, 0.0]),
     "upsert": lambda c: c.vectorize_upsert("helppuff-acme", [{"id": "a", "values": [1.0] * 384}]),
+    "get_by_ids": lambda c: c.vectorize_get_by_ids("helppuff-acme", ["a"]),
     "embed": lambda c: c.embed("@cf/baai/bge-m3", ["hello"]),
 }
 

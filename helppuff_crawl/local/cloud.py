@@ -8,13 +8,18 @@ files under a data folder:
     <data_dir>/d1/databases.json               each database's UUID and name
     <data_dir>/vectorize/<index>.sqlite3       one exact vector index per Vectorize index
 
-Routes: D1 query/batch, create and list databases; Vectorize v2 indexes (create, list, get, info,
-delete), metadata indexes (create, list), upsert/insert (NDJSON), query, get_by_ids,
-delete_by_ids (helppuff_crawl.local.vectorize: mutations apply `vectorize_delay` seconds after
-they are accepted, in order, as Cloudflare applies them asynchronously); Workers AI `run` for the
-models this machine has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare), and chat models
-through an OpenAI-compatible server when one is configured (helppuff_crawl.local.chat). The model path is
-taken as sent: an escaped `%40cf%2Fbaai%2Fbge-m3` is an unknown model here as it is there.
+Routes: D1 query/batch, create and list databases (paged as Cloudflare pages them: `page`,
+`per_page` 10 to 10,000, `result_info`); Vectorize v2 indexes (create, list, get, info, delete),
+metadata indexes (create, list), upsert/insert (NDJSON), query, get_by_ids, delete_by_ids
+(helppuff_crawl.local.vectorize: mutations apply `vectorize_delay` seconds after they are accepted,
+in order, as Cloudflare applies them asynchronously); Workers AI `run` for the models this machine
+has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare), and chat models
+through an OpenAI-compatible server when one is configured (helppuff_crawl.local.chat). The model
+path is taken as sent: one whose `/` are escaped (`@cf%2Fbaai%2Fbge-m3`, as Cloudflare's SDK sends
+it) is not routed, HTTP 400, 7000 "No route for that URI", as Cloudflare answers it.
+
+The client sends most of its calls through Cloudflare's SDK (helppuff_crawl.cloudflare.client), so
+most requests that arrive here are the SDK's, exactly as Cloudflare receives them.
 
 As on Cloudflare, a D1 database is addressed by its UUID only: a name where the UUID belongs is
 error 7400 "Invalid uuid", an unknown UUID error 7404. A SQLite file found without a UUID (a data
@@ -63,6 +68,11 @@ _D1_DATABASES = re.compile(_ACCOUNT + r"/d1/database$")
 _INDEXES = re.compile(_ACCOUNT + r"/vectorize/v2/indexes$")
 _INDEX = re.compile(_ACCOUNT + r"/vectorize/v2/indexes/(?P<index>[^/]+)(?P<action>/.*)?$")
 _AI_RUN = re.compile(_ACCOUNT + r"/ai/run/(?P<model>.+)$")
+# The D1 list's paging (developers.cloudflare.com/api/resources/d1/subresources/database/methods/list/);
+# the default page size is not documented, and the client always sends one.
+D1_LIST_MIN_PER_PAGE = 10
+D1_LIST_MAX_PER_PAGE = 10_000
+D1_LIST_DEFAULT_PER_PAGE = 100
 _DATABASE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -81,8 +91,11 @@ _INDEX_ROUTES = {
 }
 
 
-def _envelope(result: Any, status: int = 200) -> Response:
-    return Response(status, {"success": True, "errors": [], "messages": [], "result": result})
+def _envelope(result: Any, status: int = 200, result_info: dict[str, int] | None = None) -> Response:
+    body = {"success": True, "errors": [], "messages": [], "result": result}
+    if result_info is not None:
+        body["result_info"] = result_info
+    return Response(status, body)
 
 
 def _error(status: int, code: int, message: str) -> Response:
@@ -232,7 +245,7 @@ class LocalCloud:
             if method == "POST":
                 return self._d1_create(body)
             if method == "GET":
-                return self._d1_list(query.get("name"))
+                return self._d1_list(query)
         if _INDEXES.match(path):
             if method == "POST":
                 return self._vectorize_create(body)
@@ -243,6 +256,8 @@ class LocalCloud:
             if handler is not None:
                 return getattr(self, handler)(match["index"], body, query, headers)
         if (match := _AI_RUN.match(path)) and method == "POST":
+            if "%2f" in match["model"].lower():  # the SDK's escaped `/`: Cloudflare does not route it
+                return _error(400, 7000, "No route for that URI")
             return _envelope(self.ai.run(match["model"], _json_body(body)))
         return _error(404, 7003, f"Could not route to {path}, perhaps your object identifier is invalid?")
 
@@ -291,8 +306,19 @@ class LocalCloud:
         except _D1Refusal as exc:
             return _error(exc.status, exc.code, exc.message)
 
-    def _d1_list(self, name: str | None) -> Response:
-        return _envelope(self.databases(name))
+    def _d1_list(self, query: dict[str, str]) -> Response:
+        """A page of the list, as Cloudflare pages it: `page` from 1, `per_page` 10 to 10,000."""
+        page = _whole(query.get("page", "1"))
+        if page is None or page < 1:
+            return _error(400, 7400, f"Invalid property: page => must be a whole number from 1, got {query['page']!r}")
+        per_page = _whole(query.get("per_page", str(D1_LIST_DEFAULT_PER_PAGE)))
+        if per_page is None or not D1_LIST_MIN_PER_PAGE <= per_page <= D1_LIST_MAX_PER_PAGE:
+            return _error(400, 7400, f"Invalid property: per_page => must be a whole number from "
+                                     f"{D1_LIST_MIN_PER_PAGE} to {D1_LIST_MAX_PER_PAGE:,}, got {query['per_page']!r}")
+        found = self.databases(query.get("name"))
+        shown = found[(page - 1) * per_page:page * per_page]
+        return _envelope(shown, result_info={"page": page, "per_page": per_page, "count": len(shown),
+                                             "total_count": len(found)})
 
     # --- Vectorize ----------------------------------------------------------------------
 
@@ -414,6 +440,15 @@ class _D1Refusal(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+def _whole(text: str) -> int | None:
+    """A query parameter as a whole number ("1000" and "1000.0" alike), or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
+
+
 def _created_at(path: Path) -> str:
     when = datetime.fromtimestamp(path.stat().st_ctime, UTC) if path.exists() else datetime.now(UTC)
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -431,9 +466,9 @@ def _ndjson(body: bytes, headers: dict[str, str], discard: bool = False) -> list
                                          f"{MAX_UPLOAD_BYTES:,} (100 MB) per request")
     ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
     if ctype and "ndjson" not in ctype.lower():
-        raise VectorizeError(
-            400, 40011, f"the body is sent as {ctype}; Vectorize expects NDJSON (one vector object per line, "
-            "Content-Type: application/x-ndjson)"
+        raise VectorizeError(  # Cloudflare names it vectorize.unknown_content_type
+            400, 40011, f"vectorize.unknown_content_type - the body is sent as {ctype}; Vectorize expects NDJSON "
+            "(one vector object per line, Content-Type: application/x-ndjson)"
         )
     text = body.decode("utf-8", errors="replace").strip()
     if text.startswith("["):
