@@ -16,7 +16,9 @@ from helppuff_crawl.kb.writer import (
     ChunkRow,
     IndexConfig,
     KnowledgeWriter,
+    KnownSite,
     ModelMismatch,
+    PageWrite,
 )
 from helppuff_crawl.text.chunking import ChunkMeta, ChunkSizes, chunk_page
 from tests.conftest import local_kb, run_async
@@ -347,3 +349,46 @@ def test_a_writer_sees_its_writes_applied_past_another_writers(tmp_path: Path): 
     for step in ("upsert", "delete"):
         assert seen[step]["processed"] == seen[step]["other"] != seen[step]["mine"], step
         assert seen[step]["settled"] is True and seen[step]["pending"] == set(), step
+
+
+async def _many_pages_scenario(tmp_path: Path) -> dict[str, Any]:
+    """Three pages written together cost the calls of one: the intent, one upload, one transaction."""
+    kb, writer = _open(tmp_path)
+    await writer.ensure_index()
+    await writer.claim_site(SITE)
+    known = await KnownSite.load(kb, SITE, writer.model)
+    urls = [f"https://acme.example/p{i}" for i in range(3)]
+
+    def page(url: str, markdown: str) -> PageWrite:
+        rows = [ChunkRow.from_chunk(c, seq, url, "Services", "service") for seq, c in
+                enumerate(chunk_page(markdown, ChunkMeta(SITE, url, "Services", "service"), SIZES))]
+        reuse = known.reusable(rows)
+        row = page_row_statement({"site": SITE, "url": url, "category": "service", "ticked": 1, "status": "ok",
+                                  "markdown": markdown, "content_hash": str(len(markdown))})
+        return PageWrite(url, rows, {r.id: _vector(r.embed_text) for r in rows if r.id not in reuse}, row)
+
+    before = dict(kb.client.counts.calls)
+    await writer.write_pages(SITE, [page(url, _V1) for url in urls], known)
+    first = {k: v - before.get(k, 0) for k, v in kb.client.counts.calls.items() if v - before.get(k, 0)}
+    before = dict(kb.client.counts.calls)
+    await writer.write_pages(SITE, [page(urls[0], _V2), page(urls[1], _V1)], known)  # one changed, one the same
+    second = {k: v - before.get(k, 0) for k, v in kb.client.counts.calls.items() if v - before.get(k, 0)}
+    report = await writer.consistency(SITE)
+    texts = {r["url"]: r["n"] for r in await kb.query(
+        "SELECT url, COUNT(*) AS n FROM chunks WHERE site = ? GROUP BY url", [SITE])}
+    rows = await kb.query("SELECT url, status FROM pages WHERE site = ?", [SITE])
+    await kb.close()
+    return {"first": first, "second": second, "report": report, "texts": texts, "rows": rows, "urls": urls,
+            "known": known}
+
+
+@pytest_twisted.inlineCallbacks
+def test_many_pages_written_together_cost_the_calls_of_one(tmp_path: Path):  # type: ignore[no-untyped-def]
+    result = yield run_async(_many_pages_scenario(tmp_path))
+    assert result["first"] == {"d1": 2, "vectorize": 1}  # the intent, the transaction; one upload
+    # One section changed: one new vector, and the one it replaces deleted (Vectorize, then the manifest).
+    assert result["second"] == {"d1": 3, "vectorize": 2}
+    assert result["report"]["consistent"] and result["report"]["chunks"] == 6
+    assert result["texts"] == dict.fromkeys(result["urls"], 2)
+    assert sorted(r["url"] for r in result["rows"]) == result["urls"]
+    assert set(result["known"].chunks) == set(result["urls"])  # the crawl's view kept current
