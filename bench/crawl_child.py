@@ -13,6 +13,9 @@ settings = Settings()
 settings.setmodule("helppuff_crawl.settings", priority="project")
 settings.update({"LOG_LEVEL": "ERROR", "HELPPUFF_DATA_DIR": data_dir, "HELPPUFF_RENDER_JS": "never",
                  "DOWNLOAD_HANDLERS": {}, "CLOUDFLARE_API_TOKEN": ""}, priority="cmdline")
+# The generated site is on loopback: allowed as `helppuff crawl` allows it.
+from helppuff_crawl.web.addresses import loopback_allowance
+settings.update(loopback_allowance(url), priority="cmdline")
 if kind == "ours":
     # Discovery and fetching only: no pipelines, and no run row.
     settings.set("ITEM_PIPELINES", {}, priority="cmdline")

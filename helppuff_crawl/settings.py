@@ -42,16 +42,19 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 
 DOWNLOADER_MIDDLEWARES = {
+    # Before everything else: a redirect to another site or a non-public address is never fetched.
+    "helppuff_crawl.middlewares.guard.SiteGuardMiddleware": 40,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "helppuff_crawl.middlewares.robotstxt.HelppuffRobotsTxtMiddleware": 100,
     "helppuff_crawl.middlewares.render.RenderBudgetMiddleware": 550,
 }
 
 # JS rendering: scrapy-playwright handles only requests with meta playwright=True; every other
-# request keeps Scrapy's own HTTP handler. Chromium comes from Debian (/usr/bin/chromium).
+# request keeps Scrapy's own HTTP handler. Chromium comes from Debian (/usr/bin/chromium), and its
+# connections go through the guard of handlers/browser.py (the site, public addresses only).
 DOWNLOAD_HANDLERS = {
-    "http": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
-    "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
+    "http": "helppuff_crawl.handlers.browser.GuardedPlaywrightHandler",
+    "https": "helppuff_crawl.handlers.browser.GuardedPlaywrightHandler",
 }
 # The Chromium that renders pages (env HELPPUFF_CHROMIUM): Debian's.
 HELPPUFF_CHROMIUM = os.environ.get("HELPPUFF_CHROMIUM", "/usr/bin/chromium")
@@ -66,6 +69,8 @@ PLAYWRIGHT_LAUNCH_OPTIONS = {
         "--disable-component-update",
         "--no-first-run",
         "--disable-sync",
+        # WebRTC would send UDP around the proxy that checks every connection's address.
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     ],
 }
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 15_000  # ms, the same 15 s as plain fetches
@@ -166,6 +171,10 @@ HELPPUFF_SITEMAP_MAX_SITEMAPS = 25
 HELPPUFF_SITEMAP_MAX_URLS = 1000
 # Pages fetched per run when the spider argument max_pages is not given (hard cap 1000).
 HELPPUFF_MAX_PAGES = 300
+# Connections to non-public addresses (loopback, private, link-local, ...; web/addresses.py): false =
+# refused, true = allowed, or the addresses and networks allowed (e.g. "127.0.0.0/8,::1", which
+# `helppuff crawl` sets for a start URL on loopback). Redirects to another site are never followed.
+HELPPUFF_ALLOW_PRIVATE_ADDRESSES: bool | str = False
 # Follow same-site links found on fetched pages (not only the home page's) up to max_pages.
 HELPPUFF_FOLLOW_LINKS = True
 # Cap on a robots.txt Crawl-delay / Request-rate we honour, in seconds.

@@ -49,7 +49,8 @@ def run_async(coro: Any) -> Any:
 
 
 def project_settings(tmp_path: Path, **overrides: Any) -> Any:
-    """The project's settings, writing to a knowledge base under tmp_path, quick on loopback."""
+    """The project's settings, writing to a knowledge base under tmp_path, quick on loopback (every test
+    site is on 127.0.0.1: non-public addresses are allowed unless `overrides` say otherwise)."""
     from scrapy.settings import Settings
 
     settings = Settings()
@@ -60,6 +61,7 @@ def project_settings(tmp_path: Path, **overrides: Any) -> Any:
             "HELPPUFF_CLOUDFLARE_API_TOKEN": "",
             "HELPPUFF_CLOUDFLARE_ACCOUNT_ID": "",
             "AUTOTHROTTLE_START_DELAY": 0.0,
+            "HELPPUFF_ALLOW_PRIVATE_ADDRESSES": True,
             "LOG_LEVEL": "INFO",
             **overrides,
         },

@@ -15,12 +15,14 @@ from scrapy.utils.test import get_crawler
 
 
 def project_defaults() -> dict[str, Any]:
-    """Every HELPPUFF_* setting as helppuff_crawl/settings.py declares it (the local cloud's defaults)."""
+    """Every HELPPUFF_* setting as helppuff_crawl/settings.py declares it (the local cloud's defaults),
+    but for non-public addresses, allowed: every test site is on 127.0.0.1."""
     from helppuff_crawl import settings
 
     declared = {name: value for name, value in vars(settings).items() if name.startswith("HELPPUFF_")}
     # The local cloud, whatever this machine's environment says.
     declared.update(HELPPUFF_CLOUDFLARE_API_TOKEN="", HELPPUFF_CLOUDFLARE_ACCOUNT_ID="")
+    declared.update(HELPPUFF_ALLOW_PRIVATE_ADDRESSES=True)
     return declared
 
 

@@ -1,7 +1,8 @@
 """A real HTTP server for the fixture sites: stdlib ThreadingHTTPServer on 127.0.0.1, port 0.
 
-Each site gets its own server (its own port, so its own /robots.txt). In .html, .xml and .txt
-files, the text `http://SITE_ORIGIN` is replaced by the server's own origin, so sitemaps and
+Each site gets its own server (its own port, so its own /robots.txt); another loopback address
+(`host="127.0.0.2"`) is another host. Every request's path is kept in `requests`, in order.
+In .html, .xml and .txt files, the text `http://SITE_ORIGIN` is replaced by the server's own origin, so sitemaps and
 robots.txt can name absolute URLs. Beyond static files, a site folder may hold `_routes.json`,
 a map from path to a canned answer, for what files cannot express:
 
@@ -9,6 +10,8 @@ a map from path to a canned answer, for what files cannot express:
      "/blocked": {"status": 403, "body": "Forbidden"},
      "/slow": {"status": 200, "delay": 2.0, "body": "..."},
      "/sitemap-pages.xml.gz": {"file": "sitemap-pages.xml", "gzip": true}}
+
+or given to the server (`routes=`, over the file's), for answers that name another server.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from typing import Any
 class _Handler(SimpleHTTPRequestHandler):
     routes: dict[str, dict[str, Any]] = {}
 
-    def __init__(self, *args: Any, routes: dict[str, dict[str, Any]], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, routes: dict[str, dict[str, Any]], seen: list[str], **kwargs: Any) -> None:
         self.routes = routes
+        self.seen = seen
         super().__init__(*args, **kwargs)
 
     @property
@@ -71,6 +75,7 @@ class _Handler(SimpleHTTPRequestHandler):
         return True
 
     def do_GET(self) -> None:
+        self.seen.append(self.path)
         if self._canned():
             return
         fs_path = self._page_path()
@@ -86,6 +91,7 @@ class _Handler(SimpleHTTPRequestHandler):
         super().do_GET()
 
     def do_HEAD(self) -> None:
+        self.seen.append(self.path)
         if not self._canned():
             super().do_HEAD()
 
@@ -110,16 +116,19 @@ class _Handler(SimpleHTTPRequestHandler):
 
 
 class SiteServer:
-    """Serve one folder on 127.0.0.1 in a daemon thread; `url` is its root without a trailing slash."""
+    """Serve one folder on 127.0.0.1 (or `host`) in a daemon thread; `url` is its root without a
+    trailing slash; `requests` the paths asked for."""
 
-    def __init__(self, root: Path, port: int = 0) -> None:
+    def __init__(self, root: Path, port: int = 0, *, host: str = "127.0.0.1",
+                 routes: dict[str, dict[str, Any]] | None = None) -> None:
         routes_file = root / "_routes.json"
-        routes = json.loads(routes_file.read_text()) if routes_file.exists() else {}
-        handler = partial(_Handler, directory=str(root), routes=routes)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        canned = json.loads(routes_file.read_text()) if routes_file.exists() else {}
+        self.requests: list[str] = []
+        handler = partial(_Handler, directory=str(root), routes={**canned, **(routes or {})}, seen=self.requests)
+        self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> SiteServer:

@@ -77,6 +77,17 @@ def test_crawl_then_status(serve_site, tmp_path: Path) -> None:  # type: ignore[
     assert site["total"] == sum(site["pages"].values()) == site["last_run"]["pages_found"]
 
 
+def test_crawl_of_a_loopback_site_with_private_addresses_refused(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `helppuff crawl` allows loopback for a start URL on loopback (test_crawl_then_status), unless told not to.
+    server = serve_site("acme-plumbing")
+    before = len(server.requests)
+    crawl = _run([str(BIN / "helppuff"), "crawl", server.url, "--site", "acme", "--render-js", "never",
+                  "-s", "HELPPUFF_ALLOW_PRIVATE_ADDRESSES=false"], tmp_path)
+    assert crawl.returncode == 1
+    assert "home page skipped: refused: 127.0.0.1 is a loopback address" in crawl.stdout
+    assert len(server.requests) == before  # nothing was sent to the site
+
+
 def test_crawl_of_a_site_that_is_down_records_a_failed_run(tmp_path: Path) -> None:
     import socket
 

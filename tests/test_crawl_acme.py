@@ -119,6 +119,7 @@ def test_every_page_has_the_expected_status_and_reason(acme_crawl) -> None:  # t
     if RENDERS:
         assert pages[_JS_ONLY]["rendered"] == 1
         assert "Instant quote calculator" in pages[_JS_ONLY]["markdown"]
+        assert stats["helppuff/guard/browser/connections"] >= 1  # rendered through the address guard
     else:
         assert pages[_JS_ONLY]["rendered"] == 0
     for path, (status, _) in expected.items():

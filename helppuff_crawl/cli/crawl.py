@@ -2,6 +2,10 @@
 
 Same spider, settings and pipelines as `scrapy crawl site -a url=URL`. Exit status: 0 when the
 run is done, 1 when it failed (the reason is printed), 2 for bad input.
+
+A start URL on loopback (127.0.0.0/8, ::1, localhost) is a site on this machine: its crawl may
+connect to loopback addresses (HELPPUFF_ALLOW_PRIVATE_ADDRESSES=127.0.0.0/8,::1) unless the
+setting is given (`-s`). Any other start URL is crawled on public addresses only.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.cli import UsageError
+from helppuff_crawl.web.addresses import loopback_allowance
 
 
 def project_settings(overrides: dict[str, Any] | None = None) -> Any:
@@ -48,10 +53,10 @@ def run_spider(spider_args: dict[str, Any], settings_overrides: dict[str, Any],
     from helppuff_crawl.spiders.site import SiteArgs, SiteSpider
 
     try:
-        SiteArgs.parse(**spider_args)
+        site_args = SiteArgs.parse(**spider_args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    settings = project_settings(settings_overrides)
+    settings = project_settings({**loopback_allowance(site_args.url), **settings_overrides})
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(SiteSpider)
 

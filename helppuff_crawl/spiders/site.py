@@ -37,6 +37,7 @@ from twisted.python.failure import Failure
 
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.items import Page
+from helppuff_crawl.middlewares.guard import OFFSITE, AddressRefused, OffsiteRedirect
 from helppuff_crawl.web.categories import categorize, decide_tick
 from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, needs_rendering
 from helppuff_crawl.web.sitemaps import DEFAULT_SITEMAP_PATHS, SitemapWalk
@@ -246,6 +247,10 @@ class SiteSpider(scrapy.Spider):
 
         home_url = self.start_url
         self._seen.add(self.start_url)
+        if home_response is not None and not self._on_site(home_response):
+            # Not the site's home page: recorded as such, and none of its links are the site's.
+            home_page = next(iter(self.parse_page(home_response, candidate=self.start_url, source="start")))
+            home_response = None
         if home_response is not None:
             final = normalize_url(home_response.url)
             if final and same_site(final, self.start_url):
@@ -405,7 +410,20 @@ class SiteSpider(scrapy.Spider):
             return True
         return False
 
+    def _on_site(self, response: Response) -> bool:
+        final = normalize_url(response.url)
+        return final is not None and same_site(final, self.start_url)
+
     def parse_page(self, response: Response, candidate: str, source: str, follow: bool = True) -> Iterator[Any]:
+        if not self._on_site(response):
+            # The downloader guard does not follow redirects to another site (middlewares/guard.py,
+            # handlers/browser.py); whatever still ends elsewhere is not this site's page either.
+            page = self._base_page(candidate, source, response.meta)
+            page.status, page.reason = "skipped", f"{OFFSITE}: {response.url}"
+            page.http_status, page.redirects = response.status, list(response.meta.get("redirect_urls", []))
+            self._stat("pages/skipped")
+            yield page
+            return
         if self._wants_render(response):
             request = self._page_request(candidate, source, render=True,
                                          category=response.meta.get("helppuff_category", ""),
@@ -473,12 +491,14 @@ class SiteSpider(scrapy.Spider):
 
         if isinstance(exc, RobotsDisallowed):
             page.status, page.reason = "skipped", str(exc) or "robots.txt: disallowed"
+        elif isinstance(exc, (OffsiteRedirect, AddressRefused)):
+            # A redirect to another site, or a non-public address: never fetched.
+            page.status, page.reason = "skipped", str(exc)
+            page.redirects = list((meta or {}).get("redirect_urls", []))
         elif isinstance(exc, IgnoreRequest):
             message = str(exc)
             if "max redirections" in message.lower():
                 page.status, page.reason = "failed", "redirect loop (too many redirects)"
-            elif "offsite" in message.lower() or "filtered" in message.lower():
-                page.status, page.reason = "skipped", "redirected to another site"
             else:
                 page.status, page.reason = "skipped", message or type(exc).__name__
         elif isinstance(exc, (TimeoutError, TCPTimedOutError)):

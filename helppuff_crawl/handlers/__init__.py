@@ -1,0 +1,1 @@
+"""Download handlers: how a request is fetched once the downloader middlewares let it through."""
