@@ -19,9 +19,10 @@
  *        without Workers AI (keywords only); neither refuses.
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it.
  */
+import { type Env, backendsFromEnv, rateLimitersFromEnv } from "./bindings";
 import { json } from "./http";
 import { checkOrigin, corsHeaders, preflightHeaders } from "./origin";
-import type { RateLimiter, SqlDatabase } from "./ports";
+import type { Backends, RateLimiter, SqlDatabase } from "./ports";
 import { SITE_NAME } from "./request";
 import { type ChatSettings, parseChatSettings } from "./settings";
 import { type SiteRecord, loadSite } from "./store";
@@ -140,4 +141,29 @@ export async function dailyBudget(
   const reached = used >= limit;
   if (reached) console.warn(`${route} for site %s: daily budget reached (%s of %s neurons)`, admitted.site, used, limit);
   return { used, limit, reached };
+}
+
+/** What a route takes from the Worker: its backends, its limiters, the clock and waitUntil. */
+export interface RouteBindings {
+  backends: Backends;
+  limiters: RateLimiters;
+  now: () => Date;
+  waitUntil?: (promise: Promise<void>) => void;
+}
+
+/** The route's bindings, or the 503 it answers when they cannot be used (logged as `route`). */
+export function routeBindings(env: Env, route: string, ctx?: Pick<ExecutionContext, "waitUntil">): RouteBindings | Response {
+  let backends: Backends;
+  try {
+    backends = backendsFromEnv(env);
+  } catch (error) {
+    console.error("%s: the bindings cannot be used: %s", route, error instanceof Error ? error.message : String(error));
+    return json(503, { error: UNREACHABLE });
+  }
+  return {
+    backends,
+    limiters: rateLimitersFromEnv(env),
+    now: () => new Date(),
+    waitUntil: ctx ? (promise) => ctx.waitUntil(promise) : undefined,
+  };
 }

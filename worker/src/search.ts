@@ -15,8 +15,8 @@
  *      the background when the Worker gives a `waitUntil`.
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it.
  */
-import { type Env, backendsFromEnv, rateLimitersFromEnv } from "./bindings";
-import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited } from "./guard";
+import type { Env } from "./bindings";
+import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited, routeBindings } from "./guard";
 import { TOO_BIG, json, readBody } from "./http";
 import type { Backends } from "./ports";
 import { parseSearchRequest } from "./request";
@@ -44,19 +44,8 @@ export async function searchRoute(
   rawSite: string,
   ctx?: Pick<ExecutionContext, "waitUntil">,
 ): Promise<Response> {
-  let backends: Backends;
-  try {
-    backends = backendsFromEnv(env);
-  } catch (error) {
-    console.error("search: the bindings cannot be used: %s", describe(error));
-    return json(503, { error: UNREACHABLE });
-  }
-  return handleSearch(request, rawSite, {
-    backends,
-    limiters: rateLimitersFromEnv(env),
-    now: () => new Date(),
-    waitUntil: ctx ? (promise) => ctx.waitUntil(promise) : undefined,
-  });
+  const bindings = routeBindings(env, "search", ctx);
+  return bindings instanceof Response ? bindings : handleSearch(request, rawSite, bindings);
 }
 
 /** Answer a search request for `rawSite` (the path segment, still URL-encoded). */

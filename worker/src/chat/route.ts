@@ -18,8 +18,8 @@
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
-import { type Env, backendsFromEnv, rateLimitersFromEnv } from "../bindings";
-import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited } from "../guard";
+import type { Env } from "../bindings";
+import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited, routeBindings } from "../guard";
 import { TOO_BIG, json, readBody } from "../http";
 import type { Backends } from "../ports";
 import { DEFAULT_RETRIEVE_OPTIONS, type SearchResult, UnknownSiteError, retrieve } from "../retrieve";
@@ -55,19 +55,8 @@ export async function chatRoute(
   rawSite: string,
   ctx?: Pick<ExecutionContext, "waitUntil">,
 ): Promise<Response> {
-  let backends: Backends;
-  try {
-    backends = backendsFromEnv(env);
-  } catch (error) {
-    console.error("chat: the bindings cannot be used: %s", describe(error));
-    return json(503, { error: UNREACHABLE });
-  }
-  return handleChat(request, rawSite, {
-    backends,
-    limiters: rateLimitersFromEnv(env),
-    now: () => new Date(),
-    waitUntil: ctx ? (promise) => ctx.waitUntil(promise) : undefined,
-  });
+  const bindings = routeBindings(env, "chat", ctx);
+  return bindings instanceof Response ? bindings : handleChat(request, rawSite, bindings);
 }
 
 /** Answer a chat request for `rawSite` (the path segment, still URL-encoded). */
