@@ -1,29 +1,47 @@
-"""Retrieval quality and search latency through the real Worker: hybrid beside each retriever alone.
+"""Retrieval quality, the chat's "not sure" rate and search latency through the real Worker, per embedding model.
 
-    .venv/bin/python bench/retrieval.py [--rounds 2] [--sizes 1000,10000] [--sites acme-plumbing,...]
+    .venv/bin/python bench/retrieval.py [--models A,B] [--sites acme-plumbing,...] [--no-chat]
+                                        [--rounds 2] [--sizes 1000,10000]
 
-1. Serves each site of tests/sites that has a question set in bench/questions/<site>.json on
-   127.0.0.1 and crawls it with `helppuff crawl` (a child process, rendering off) into one
-   temporary knowledge base, the folder name as the site id.
-2. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.local.devserver: the local cloud and
-   `wrangler dev` in workerd, the dev shims reading the crawl's SQLite file and vector index).
-3. Asks every question three times through POST /v1/sites/<site>/search (the site's settings
+1. Serves the site of every question set in bench/questions/<site>.json on 127.0.0.1: a folder
+   of tests/sites as it is, or a real site of ../shared/data/sites as its host serves it
+   (tests/realsites.py: links to its production domain rewritten to the server, pretty URLs, a
+   single-page app's fallback, its 404.html). A set whose site is in neither is left out, and
+   said so; so are the shared sites' sets when ../shared/data/sites is absent.
+2. For each embedding model of `--models` (default: the local cloud's default), crawls every site
+   with `helppuff crawl` (a child process, rendering off, HELPPUFF_EMBED_MODEL set) into a
+   knowledge base of that model's own, the set's site as the site id, then checks each set's
+   answer paths against the paths of the pages the crawl learned: one never learned is printed
+   with its page's status (a crawl miss, or a wrong path in the set). Paths are compared without a
+   trailing slash ("/" stays "/"), as the crawler writes URLs. A model the local cloud does not
+   have is one line and exit status 2, before anything is crawled.
+3. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.local.devserver: the local cloud and
+   `wrangler dev` in workerd, the dev shims reading the crawl's SQLite file and vector index; the
+   Worker embeds each question with the model the crawl recorded for the site).
+4. Asks every question three times through POST /v1/sites/<site>/search (the site's settings
    accept requests without an Origin, `allowNoOrigin`), with `mode` "hybrid"
    (the Worker's pipeline), "keywords" (FTS5 BM25 alone) and "vectors" (Vectorize alone); the
    rest of the pipeline (intent boost, reranker, selection) is the same for all three. Locally the
    reranker is absent (the local cloud has no @cf/baai/bge-reranker-base), so every answer is in
    fused order, and in fused order a vector match counts only at a cosine of at least
-   worker/src/select.ts fusedMinCosine(model) (0.45, or 0.3 for the local MiniLM). Prints, per site
-   and over all questions, hit@1, hit@4 and MRR (over up to 20 passages) side by side, and, to show
-   what that cut does, the same for Vectorize's own order (the local cloud's index queried directly
-   with the query's embedding: no Worker, no cut). A question set's "unanswerable" questions
-   (nothing on the site answers them) are asked too: the share that got no passage at all is the
-   share where the chat would say "not sure" rather than answer from an unrelated page.
-4. Adds filler chunks to the first site (same D1 table and Vectorize namespace, so every search
-   scans them) through the local cloud's D1 and Vectorize REST APIs, up to 1,000 and then 10,000
-   chunks, and prints search latency p50/p95 (client round trip, each mode) at each size.
-   Filler texts mix plumbing and everyday words, so keyword searches match many of them; their
-   vectors are random unit vectors, which cost the same to scan as real ones.
+   worker/src/select.ts fusedMinCosine(model) (models.json). Prints, per site and over all
+   questions, hit@1, hit@4 and MRR (over up to 20 passages), the answerable questions that got a
+   passage and the unanswerable ones (nothing on the site answers them) that got none, side by
+   side, and, to show what the cosine cut does, the same for Vectorize's own order (the local
+   cloud's index queried directly with the query's embedding: no Worker, no cut).
+5. Unless `--no-chat`, asks every question once more through POST /v1/sites/<site>/chat (one
+   user message; the answer's server-sent events read to `done`) and counts the answers that are
+   "not sure": worker/src/chat/extractive.ts's NOT_SURE text, or a callback offered. Locally there
+   is no chat model, so the Worker answers extractively (the best passages' sentences), and that
+   is what is measured: on answerable questions "not sure" is a miss, on unanswerable ones it is
+   the right answer.
+6. Unless `--sizes ""`, adds filler chunks to the first site (same D1 table and Vectorize
+   namespace, so every search scans them) through the local cloud's D1 and Vectorize REST APIs, up
+   to 1,000 and then 10,000 chunks, and prints search latency p50/p95 (client round trip, each
+   mode) at the crawled size and each size. Filler texts mix plumbing and everyday words, so
+   keyword searches match many of them; their vectors are random unit vectors of the model's
+   dimensions, which cost the same to scan as real ones.
+7. Ends with one summary row per (model, retriever) over all questions.
 
 Machines are noisy: read the latency ratios between sizes, not the absolute times. Not a test.
 """
@@ -37,13 +55,14 @@ import json
 import logging
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,18 +73,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
-from helppuff_crawl.local.ai import LOCAL_MODEL
+from helppuff_crawl.config.contract import models as contract_models
+from helppuff_crawl.embed.models import EMBEDDING_MODELS, input_form
+from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID
 from helppuff_crawl.local.devserver import DevOptions, DevServer, port_is_free
+from tests.realsites import REAL_SITES, real_site_server, shared_sites_dir
 from tests.sitesserver import SiteServer
 
 logger = logging.getLogger(__name__)
 
 QUESTIONS_DIR = Path(__file__).with_name("questions")
 SITES_DIR = ROOT / "tests" / "sites"
+EXTRACTIVE_TS = ROOT / "worker" / "src" / "chat" / "extractive.ts"
 MODES = ("hybrid", "keywords", "vectors")
 LIMIT = 20  # passages asked for: hit@1 and hit@4 read the first ones, MRR all of them
-DIMENSIONS = 384
+FACTS = "helppuff://facts"  # the facts passage's URL: an answer path, never a page
 
 _VOCABULARY = (
     "tap leak drain pipe water hot cold gas heater toilet shower sink roof gutter valve pressure "
@@ -86,44 +109,98 @@ class QuestionSet:
     unanswerable: list[str]
 
 
-def load_question_sets(names: list[str] | None) -> list[QuestionSet]:
-    paths = sorted(QUESTIONS_DIR.glob("*.json"))
+def site_server(site: str) -> SiteServer | str:
+    """A (not yet started) server for `site`: its tests/sites folder, or its shared folder served
+    as its host would; else why it cannot be served."""
+    if (SITES_DIR / site).is_dir():
+        return SiteServer(SITES_DIR / site)
+    if site in REAL_SITES:
+        server = real_site_server(site)
+        if server is None:
+            where = shared_sites_dir() or ROOT.parent / "shared" / "data" / "sites"
+            return f"its site is a shared one, and {where}/{REAL_SITES[site].folder} is absent"
+        return server
+    return "its site is neither in tests/sites nor in tests/realsites.py REAL_SITES"
+
+
+def load_question_sets(names: list[str] | None) -> list[tuple[QuestionSet, SiteServer]]:
     sets = []
-    for path in paths:
+    for path in sorted(QUESTIONS_DIR.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         if names and data["site"] not in names:
             continue
-        if not (SITES_DIR / data["site"]).is_dir():
+        server = site_server(data["site"])
+        if isinstance(server, str):
             if names:
-                raise SystemExit(f"{path}: no site folder tests/sites/{data['site']}")
-            # The sets about ../shared/data/sites are measured once this bench serves those sites as
-            # their hosts would (issue 12); until then they are left out, and said so.
-            print(f"{path.name}: left out (its site is not in tests/sites)", file=sys.stderr)
+                raise SystemExit(f"{path.name}: cannot be measured: {server}")
+            print(f"{path.name}: left out ({server})", file=sys.stderr)
             continue
-        sets.append(QuestionSet(data["site"], data["questions"], data.get("unanswerable", [])))
+        sets.append((QuestionSet(data["site"], data["questions"], data.get("unanswerable", [])), server))
     if not sets:
         raise SystemExit(f"no question set in {QUESTIONS_DIR} matches {names}")
     return sets
 
 
-def crawl(site_url: str, site: str, data_dir: Path) -> None:
-    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": ""}
+def check_models(names: list[str]) -> list[str]:
+    """The models asked for, each one the crawler knows and the local cloud runs; else one line, exit 2."""
+    have = [m for m in LocalAI().models if m in EMBEDDING_MODELS]
+    for name in names:
+        if name not in have:
+            print(f"retrieval.py: --models: {name} is not an embedding model the local cloud has "
+                  f"(it has {', '.join(have)})", file=sys.stderr)
+            raise SystemExit(2)
+    return names
+
+
+def crawl(site_url: str, site: str, data_dir: Path, model: str) -> str:
+    """Crawl `site` into `data_dir` with `model`; its first line of output (a failed run is said, not fatal)."""
+    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": "",
+           "HELPPUFF_EMBED_MODEL": model}
     helppuff = str(Path(sys.executable).parent / "helppuff")
     result = subprocess.run([helppuff, "crawl", site_url, "--site", site, "--render-js", "never"],
                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
+    if result.returncode not in (0, 1) or not result.stdout.strip():
         raise SystemExit(f"the crawl of {site} failed:\n{result.stdout}\n{result.stderr}")
-    print(f"{site}: {result.stdout.strip().splitlines()[0]}")
+    first = result.stdout.strip().splitlines()[0]
     # The search route answers a request without an Origin, as this script sends, only for a site
     # that says so (worker/src/guard.ts).
     stored = subprocess.run([helppuff, "settings", "set", "-", "--site", site], cwd=ROOT, env=env,
                             input=json.dumps({"allowNoOrigin": True}), capture_output=True, text=True, check=False)
     if stored.returncode != 0:
         raise SystemExit(f"the settings of {site} could not be stored:\n{stored.stderr}")
+    return first
+
+
+def normal_path(path: str) -> str:
+    """An answer path or a page's path as compared: without a trailing slash, "/" for the root."""
+    return path if path == FACTS else (path.rstrip("/") or "/")
 
 
 def page_path(url: str, site_url: str) -> str:
-    return url.split("#")[0].removeprefix(site_url) or "/"
+    return normal_path(url.split("#")[0].removeprefix(site_url) or "/")
+
+
+def unlearned_answers(dev: DevServer, qset: QuestionSet, site_url: str) -> list[str]:
+    """Lines for the set's answer paths that no learned page (or the facts passage) has, with the page's status."""
+    assert dev.cloud is not None
+    db = dev.cloud.database(dev.database_id)
+    pages = {page_path(row["url"], site_url): row for row in db.query(
+        [("SELECT url, status, reason FROM pages WHERE site = ?", [qset.site])])[0]["results"]}
+    facts = db.query([("SELECT COUNT(*) AS n FROM chunks WHERE site = ? AND url = ?", [qset.site, FACTS])])
+    learned = {path for path, row in pages.items() if row["status"] in ("ok", "unchanged")}
+    if facts[0]["results"][0]["n"]:
+        learned.add(FACTS)
+    wanted: dict[str, int] = {}
+    for item in qset.questions:
+        for answer in item["answers"]:
+            wanted[normal_path(answer)] = wanted.get(normal_path(answer), 0) + 1
+    lines = []
+    for path in sorted(set(wanted) - learned):
+        row = pages.get(path)
+        state = f"{row['status']}" + (f": {row['reason']}" if row["reason"] else "") if row else "never found"
+        count = wanted[path]
+        lines.append(f"  {path} ({count} question{'' if count == 1 else 's'}): {state}")
+    return lines
 
 
 def search(client: httpx.Client, worker_url: str, site: str, query: str, mode: str) -> tuple[dict[str, Any], float]:
@@ -135,17 +212,52 @@ def search(client: httpx.Client, worker_url: str, site: str, query: str, mode: s
         if reply.status_code == 503 and "restarted mid-request" in reply.text and attempt < 2:
             print(f"(the Worker restarted during {query!r}; asked again)")
             continue
+        if reply.status_code == 404:  # a site whose crawl learned nothing has nothing to search
+            return {"passages": [], "degraded": [f"unknown site: {reply.text}"]}, elapsed
         reply.raise_for_status()
         return reply.json(), elapsed
     raise AssertionError("unreachable")
 
 
-def raw_vector_matches(dev: DevServer, site: str, site_url: str, query: str) -> list[tuple[str, float]]:
+def not_sure_text() -> str:
+    """The extractive answer's NOT_SURE text, as worker/src/chat/extractive.ts has it."""
+    match = re.search(r'export const NOT_SURE = "([^"]+)"', EXTRACTIVE_TS.read_text(encoding="utf-8"))
+    if match is None:
+        raise SystemExit(f"{EXTRACTIVE_TS}: no NOT_SURE constant; the chat's answers cannot be classified")
+    return match.group(1)
+
+
+def chat_not_sure(client: httpx.Client, worker_url: str, site: str, question: str, not_sure: str) -> bool:
+    """Ask the chat route; whether its answer is "not sure" (the NOT_SURE text, "I'm not sure", or a callback offer)."""
+    body = {"messages": [{"role": "user", "content": question}]}
+    with client.stream("POST", f"{worker_url}/v1/sites/{site}/chat", json=body) as reply:
+        if reply.status_code == 404:  # nothing learned: the widget would have nothing to say
+            return True
+        reply.raise_for_status()
+        text, offered, event = "", False, ""
+        for line in reply.iter_lines():
+            if line.startswith("event: "):
+                event = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                data = json.loads(line.removeprefix("data: "))
+                if event == "delta":
+                    text += data["text"]
+                elif event == "callback":
+                    offered = True
+                elif event == "error":
+                    raise SystemExit(f"the chat of {site} broke off on {question!r}: {data['message']}")
+    return offered or text.startswith(not_sure) or text.startswith("I'm not sure")
+
+
+def raw_vector_matches(dev: DevServer, model: str, site: str, site_url: str, query: str) -> list[tuple[str, float]]:
     """(page path, cosine) of Vectorize's own top 20 for `query` (the local cloud, no Worker, no relevance cut)."""
     assert dev.cloud is not None
-    vector = dev.cloud.ai.run(LOCAL_MODEL, {"text": [query]})["data"][0]
+    form = input_form(model, query=True)
+    vector = dev.cloud.ai.run(model, {form.field: form.texts([query])})["data"][0]
     matches = dev.cloud.vector_index(dev.options.index).query(vector, LIMIT, site)["matches"]
     ids = [m["id"] for m in matches]
+    if not ids:
+        return []
     marks = ", ".join("?" for _ in ids)
     rows = dev.cloud.database(dev.database_id).query(
         [(f"SELECT id, url FROM chunks WHERE site = ? AND id IN ({marks})", [site, *ids])]
@@ -162,87 +274,136 @@ class Score:
     hit1: int = 0
     hit4: int = 0
     rr: float = 0.0
-    empty: int = 0
+    found: int = 0  # answerable questions that got a passage
     unanswerable: int = 0
     declined: int = 0  # unanswerable questions that got no passage
+    chat_asked: int = 0
+    chat_unsure: int = 0  # answerable questions the chat was not sure of (a miss)
+    chat_unanswerable: int = 0
+    chat_declined: int = 0  # unanswerable questions the chat was not sure of (right)
 
     def add(self, rank: int | None, empty: bool) -> None:
         self.asked += 1
         self.hit1 += rank == 1
         self.hit4 += rank is not None and rank <= 4
         self.rr += 1 / rank if rank else 0.0
-        self.empty += empty
+        self.found += not empty
 
     def add_unanswerable(self, empty: bool) -> None:
         self.unanswerable += 1
         self.declined += empty
 
+    def add_chat(self, answerable: bool, unsure: bool) -> None:
+        if answerable:
+            self.chat_asked += 1
+            self.chat_unsure += unsure
+        else:
+            self.chat_unanswerable += 1
+            self.chat_declined += unsure
+
     def merge(self, other: Score) -> None:
-        for name in ("asked", "hit1", "hit4", "rr", "empty", "unanswerable", "declined"):
+        for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
-    def row(self, label: str) -> str:
+    def row(self, label: str, width: int = 10) -> str:
         n = max(self.asked, 1)
         declined = f"{self.declined}/{self.unanswerable}" if self.unanswerable else "-"
-        return (f"{label:<10}{self.hit1 / n:>8.3f}{self.hit4 / n:>8.3f}{self.rr / n:>8.3f}"
-                f"{self.empty:>13}{declined:>16}")
+        chat = (f"{_share(self.chat_unsure, self.chat_asked):>15}{_share(self.chat_declined, self.chat_unanswerable):>15}"
+                if self.chat_asked or self.chat_unanswerable else f"{'-':>15}{'-':>15}")
+        return (f"{label:<{width}}{self.hit1 / n:>8.3f}{self.hit4 / n:>8.3f}{self.rr / n:>8.3f}"
+                f"{f'{self.found}/{self.asked}':>13}{declined:>13}{chat}")
 
 
-HEADER = f"{'retriever':<10}{'hit@1':>8}{'hit@4':>8}{'MRR':>8}{'no passages':>13}{'not sure (unans.)':>18}"
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} {part / whole:.2f}" if whole else "-"
+
+
+def header(label: str = "retriever", width: int = 10) -> str:
+    return (f"{label:<{width}}{'hit@1':>8}{'hit@4':>8}{'MRR':>8}{'ans. found':>13}{'unans. none':>13}"
+            f"{'chat unsure A':>15}{'chat unsure U':>15}")
+
+
+LEGEND = ("ans. found: answerable questions that got a passage; unans. none: unanswerable ones that got none;\n"
+          "chat unsure A / U: the chat's \"not sure\" answers on answerable (a miss) and unanswerable (right) questions")
 
 
 def first_rank(paths: list[str], wanted: set[str]) -> int | None:
     return next((i + 1 for i, path in enumerate(paths) if path in wanted), None)
 
 
-def quality(client: httpx.Client, dev: DevServer, sites: list[tuple[QuestionSet, str]]) -> None:
-    """Ask every question of every set in each mode; print each site's table and the overall one."""
+@dataclass
+class Measured:
+    """One model's figures over all sets, by retriever (hybrid, keywords, vectors, raw)."""
+
+    overall: dict[str, Score] = field(default_factory=lambda: {mode: Score() for mode in (*MODES, "raw")})
+    right: list[float] = field(default_factory=list)  # per answerable question: best cosine of a right page
+    wrong: list[float] = field(default_factory=list)  # per unanswerable question: best cosine of any page
+    degraded: set[str] = field(default_factory=set)
+
+
+def measure_set(client: httpx.Client, dev: DevServer, model: str, qset: QuestionSet, site_url: str,
+                not_sure: str | None, into: Measured) -> dict[str, Score]:
+    """Every question of one set in each mode (and through the chat unless `not_sure` is None)."""
     worker_url = dev.worker_url
-    overall = {mode: Score() for mode in (*MODES, "raw")}
-    right: list[float] = []  # per answerable question: Vectorize's cosine for its best right page
-    wrong: list[float] = []  # per unanswerable question: Vectorize's best cosine (any page)
-    degraded: set[str] = set()
-    for qset, site_url in sites:
-        scores = {mode: Score() for mode in (*MODES, "raw")}
-        misses: list[str] = []
-        for item in qset.questions:
-            wanted = set(item["answers"])
-            for mode in MODES:
-                answer, _ = search(client, worker_url, qset.site, item["q"], mode)
-                degraded.update(reason.split(":", 1)[0] for reason in answer["degraded"])
-                paths = [page_path(p["url"], site_url) for p in answer["passages"]]
-                rank = first_rank(paths, wanted)
-                scores[mode].add(rank, not paths)
-                if mode == "hybrid" and not (rank or 99) <= 4:
-                    misses.append(f"  {item['q']!r} wants {sorted(wanted)}; hybrid top 4: {paths[:4]}")
-            matches = raw_vector_matches(dev, qset.site, site_url, item["q"])
-            scores["raw"].add(first_rank([path for path, _ in matches], wanted), not matches)
-            right.append(max((cosine for path, cosine in matches if path in wanted), default=0.0))
-        for question in qset.unanswerable:
-            for mode in MODES:
-                answer, _ = search(client, worker_url, qset.site, question, mode)
-                scores[mode].add_unanswerable(not answer["passages"])
-            wrong.append(max((cosine for _, cosine in raw_vector_matches(dev, qset.site, site_url, question)),
-                             default=0.0))
-        print(f"\n{qset.site}: {len(qset.questions)} questions, {len(qset.unanswerable)} unanswerable")
-        print(HEADER)
-        for mode in (*MODES, "raw"):
-            print(scores[mode].row("vectors*" if mode == "raw" else mode))
-            overall[mode].merge(scores[mode])
-        if misses:
-            print("hybrid misses (answer not in the top 4):")
-            print("\n".join(misses))
-    total = overall["hybrid"].asked
-    print(f"\nAll sites: {total} questions, {LIMIT} passages asked for, fused order "
-          f"(degraded stages seen: {', '.join(sorted(degraded)) or 'none'})")
-    print(HEADER)
+    scores = {mode: Score() for mode in (*MODES, "raw")}
+    misses: list[str] = []
+    for item in qset.questions:
+        wanted = {normal_path(a) for a in item["answers"]}
+        for mode in MODES:
+            answer, _ = search(client, worker_url, qset.site, item["q"], mode)
+            into.degraded.update(reason.split(":", 1)[0] for reason in answer["degraded"])
+            paths = [page_path(p["url"], site_url) for p in answer["passages"]]
+            rank = first_rank(paths, wanted)
+            scores[mode].add(rank, not paths)
+            if mode == "hybrid" and not (rank or 99) <= 4:
+                misses.append(f"  {item['q']!r} wants {sorted(wanted)}; hybrid top 4: {paths[:4]}")
+        matches = raw_vector_matches(dev, model, qset.site, site_url, item["q"])
+        scores["raw"].add(first_rank([path for path, _ in matches], wanted), not matches)
+        into.right.append(max((cosine for path, cosine in matches if path in wanted), default=0.0))
+        if not_sure is not None:
+            scores["hybrid"].add_chat(True, chat_not_sure(client, worker_url, qset.site, item["q"], not_sure))
+    for question in qset.unanswerable:
+        for mode in MODES:
+            answer, _ = search(client, worker_url, qset.site, question, mode)
+            scores[mode].add_unanswerable(not answer["passages"])
+        into.wrong.append(max((cosine for _, cosine in raw_vector_matches(dev, model, qset.site, site_url, question)),
+                              default=0.0))
+        if not_sure is not None:
+            scores["hybrid"].add_chat(False, chat_not_sure(client, worker_url, qset.site, question, not_sure))
+    print(f"\n{qset.site}: {len(qset.questions)} questions, {len(qset.unanswerable)} unanswerable")
+    print(header())
     for mode in (*MODES, "raw"):
-        print(overall[mode].row("vectors*" if mode == "raw" else mode))
+        print(scores[mode].row(_label(mode)))
+        into.overall[mode].merge(scores[mode])
+    unlearned = unlearned_answers(dev, qset, site_url)
+    if unlearned:
+        print("answer paths never learned (a crawl miss, or a wrong path in the set):")
+        print("\n".join(unlearned))
+    if misses:
+        print("hybrid misses (answer not in the top 4):")
+        print("\n".join(misses))
+    return scores
+
+
+def _label(mode: str) -> str:
+    return "vectors*" if mode == "raw" else mode
+
+
+def print_overall(model: str, measured: Measured, chat: bool) -> None:
+    total = measured.overall["hybrid"].asked
+    print(f"\n{model}, all sites: {total} questions, {LIMIT} passages asked for, fused order "
+          f"(degraded stages seen: {', '.join(sorted(measured.degraded)) or 'none'})")
+    print(header())
+    for mode in (*MODES, "raw"):
+        print(measured.overall[mode].row(_label(mode)))
     print("* Vectorize's own order, without the fused-order cosine cut (the local cloud, not the Worker)")
-    if right and wrong:
+    if chat:
+        print("The chat (POST .../chat, extractive locally) runs the hybrid pipeline: its figures are on that row.")
+    print(LEGEND)
+    if measured.right and measured.wrong:
         print("Cosine of Vectorize's matches (what the fused-order cut sees), percentiles 10/50/90 and max:")
-        print(f"  answerable, best right page:  {cosine_spread(right)}")
-        print(f"  unanswerable, best any page:  {cosine_spread(wrong)}")
+        print(f"  answerable, best right page:  {cosine_spread(measured.right)}")
+        print(f"  unanswerable, best any page:  {cosine_spread(measured.wrong)}")
 
 
 def cosine_spread(values: list[float]) -> str:
@@ -273,7 +434,7 @@ def filler_id(n: int) -> str:
     return hashlib.sha1(f"filler-{n}".encode()).hexdigest()
 
 
-async def add_filler(dev: DevServer, site: str, start: int, count: int, rng: random.Random) -> None:
+async def add_filler(dev: DevServer, site: str, start: int, count: int, dimensions: int, rng: random.Random) -> None:
     """Write filler chunks (D1) and random unit vectors (Vectorize, the site's namespace) via the REST APIs."""
     client = CloudflareClient(HttpTransport(dev.token, dev.cloud_url, timeout=300.0), LOCAL_ACCOUNT_ID)
     np_rng = np.random.default_rng(rng.randrange(2**32))
@@ -282,7 +443,7 @@ async def add_filler(dev: DevServer, site: str, start: int, count: int, rng: ran
         for first in range(start, start + count, 500):
             size = min(500, start + count - first)
             await client.d1_batch(dev.database_id, filler_chunks(site, first, size, rng))
-            values = np_rng.standard_normal((size, DIMENSIONS)).astype(np.float32)
+            values = np_rng.standard_normal((size, dimensions)).astype(np.float32)
             values /= np.linalg.norm(values, axis=1, keepdims=True)
             mutation = await client.vectorize_upsert(dev.options.index, [
                 {"id": filler_id(first + i), "values": values[i].tolist(), "namespace": site,
@@ -322,51 +483,82 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--rounds", type=int, default=2, help="latency rounds over the questions (default 2)")
-    parser.add_argument("--sizes", default="1000,10000", help="knowledge base sizes in chunks (default 1000,10000)")
-    parser.add_argument("--sites", default="", help="question sets to ask, by site (default: all in bench/questions)")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    sets = load_question_sets([s for s in args.sites.split(",") if s] or None)
-    sizes = [int(s) for s in args.sizes.split(",") if s]
-    rng = random.Random(7)
-    with tempfile.TemporaryDirectory(prefix="helppuff-bench-") as tmp, ExitStack() as servers:
-        data_dir = Path(tmp) / "kb"
-        sites = []
-        for qset in sets:
-            server = servers.enter_context(SiteServer(SITES_DIR / qset.site))
-            crawl(server.url, qset.site, data_dir)
-            sites.append((qset, server.url))
-        first = sets[0]
-        port = next(p for p in range(18787, 18887) if port_is_free(p))
-        with DevServer(DevOptions(data_dir=data_dir, port=port), output=lambda line: None) as dev:
-            dev.wait_ready()
-            counts = ", ".join(f"{q.site} {chunk_count(dev, q.site)}" for q in sets)
-            print(f"Worker {dev.worker_url} on the local cloud {dev.cloud_url}; chunks crawled: {counts}")
-            with httpx.Client(timeout=120.0, trust_env=False) as client:
-                quality(client, dev, sites)
-                texts = [item["q"] for item in first.questions]
-                rows = [(chunk_count(dev, first.site), latency(client, dev.worker_url, first.site, texts, args.rounds))]
-                for size in sizes:
-                    have = chunk_count(dev, first.site)
-                    if size > have:
-                        started = time.perf_counter()
-                        asyncio.run(add_filler(dev, first.site, have, size - have, rng))
-                        print(f"(added {size - have} filler chunks in {time.perf_counter() - started:.1f} s)")
-                    rows.append((chunk_count(dev, first.site),
-                                 latency(client, dev.worker_url, first.site, texts, args.rounds)))
-    print(f"\nSearch latency, ms, client round trip through the Worker ({args.rounds} rounds x {len(texts)} "
-          f"questions per mode); filler chunks in site {first.site} itself (same D1 table, same Vectorize namespace)")
-    header = "".join(f"{mode + ' p50/p95':>22}" for mode in MODES)
-    print(f"{'chunks':>8}{header}")
+def latency_table(client: httpx.Client, dev: DevServer, model: str, qset: QuestionSet, sizes: list[int],
+                  rounds: int, rng: random.Random) -> None:
+    """Search latency at the crawled size, then with filler chunks up to each of `sizes`."""
+    texts = [item["q"] for item in qset.questions]
+    rows = [(chunk_count(dev, qset.site), latency(client, dev.worker_url, qset.site, texts, rounds))]
+    for size in sizes:
+        have = chunk_count(dev, qset.site)
+        if size > have:
+            started = time.perf_counter()
+            asyncio.run(add_filler(dev, qset.site, have, size - have, EMBEDDING_MODELS[model].dimensions, rng))
+            print(f"(added {size - have} filler chunks in {time.perf_counter() - started:.1f} s)")
+        rows.append((chunk_count(dev, qset.site), latency(client, dev.worker_url, qset.site, texts, rounds)))
+    print(f"\n{model}: search latency, ms, client round trip through the Worker ({rounds} rounds x {len(texts)} "
+          f"questions per mode); filler chunks in site {qset.site} itself (same D1 table, same Vectorize namespace)")
+    cells = "".join(f"{mode + ' p50/p95':>22}" for mode in MODES)
+    print(f"{'chunks':>8}{cells}")
     for count, times in rows:
         cells = "".join(f"{percentile(times[m], 50):>13.1f} /{percentile(times[m], 95):>7.1f}" for m in MODES)
         print(f"{count:>8}{cells}")
     base = statistics.median(rows[0][1]["hybrid"])
     for count, times in rows[1:]:
         print(f"hybrid p50 at {count} chunks / at {rows[0][0]} chunks: {statistics.median(times['hybrid']) / base:.2f}")
+
+
+def measure_model(model: str, sites: list[tuple[QuestionSet, str]], data_dir: Path, args: argparse.Namespace,
+                  sizes: list[int]) -> Measured:
+    """Crawl every site with `model`, run the Worker on that knowledge base, and print its tables."""
+    print(f"\n=== {model} ===")
+    for qset, url in sites:
+        print(f"{qset.site}: {crawl(url, qset.site, data_dir, model)}")
+    measured = Measured()
+    not_sure = None if args.no_chat else not_sure_text()
+    port = next(p for p in range(18787, 18887) if port_is_free(p))
+    with DevServer(DevOptions(data_dir=data_dir, port=port), output=lambda line: None) as dev:
+        dev.wait_ready()
+        counts = ", ".join(f"{q.site} {chunk_count(dev, q.site)}" for q, _ in sites)
+        print(f"Worker {dev.worker_url} on the local cloud {dev.cloud_url}; chunks crawled: {counts}")
+        with httpx.Client(timeout=120.0, trust_env=False) as client:
+            for qset, url in sites:
+                measure_set(client, dev, model, qset, url, not_sure, measured)
+            print_overall(model, measured, not_sure is not None)
+            if sizes:
+                latency_table(client, dev, model, sites[0][0], sizes, args.rounds, random.Random(7))
+    return measured
+
+
+def summary(results: list[tuple[str, Measured]]) -> None:
+    width = max(len(f"{model} {_label(mode)}") for model, _ in results for mode in MODES) + 2
+    print(f"\nSummary over all questions ({', '.join(model for model, _ in results)}):")
+    print(header("model, retriever", width))
+    for model, measured in results:
+        for mode in (*MODES, "raw"):
+            print(measured.overall[mode].row(f"{model} {_label(mode)}", width))
+    print(LEGEND)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--models", default="", help="embedding models to crawl and measure with, comma-separated "
+                        "(default: the local cloud's default, " + contract_models()["defaultEmbedding"]["local"] + ")")
+    parser.add_argument("--sites", default="", help="question sets to ask, by site (default: all in bench/questions)")
+    parser.add_argument("--no-chat", action="store_true", help="skip the chat's not-sure rate")
+    parser.add_argument("--rounds", type=int, default=2, help="latency rounds over the questions (default 2)")
+    parser.add_argument("--sizes", default="1000,10000",
+                        help='knowledge base sizes in chunks for latency (default 1000,10000; "" skips latency)')
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    models = check_models([m for m in args.models.split(",") if m] or [contract_models()["defaultEmbedding"]["local"]])
+    sets = load_question_sets([s for s in args.sites.split(",") if s] or None)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="helppuff-bench-") as tmp, ExitStack() as servers:
+        sites = [(qset, servers.enter_context(server).url) for qset, server in sets]
+        for n, model in enumerate(models):
+            results.append((model, measure_model(model, sites, Path(tmp) / f"kb-{n}", args, sizes)))
+    summary(results)
 
 
 if __name__ == "__main__":

@@ -12,26 +12,57 @@ a map from path to a canned answer, for what files cannot express:
      "/sitemap-pages.xml.gz": {"file": "sitemap-pages.xml", "gzip": true}}
 
 or given to the server (`routes=`, over the file's), for answers that name another server.
+
+A real site's folder can be served as its host serves it (tests/realsites.py names the options of
+each shared site):
+
+    SiteServer(root, domains=("eagleeyebackflow.ca",), fallback="index.html")
+
+- `domains`: the site's production hosts. In .html, .xml, .txt, .json and .js files, absolute
+  links to them (`https://eagleeyebackflow.ca/x`, `http://...`, `//eagleeyebackflow.ca/x`) are
+  rewritten to the server's own origin, so sitemaps, canonical links and nav links point here.
+- pretty URLs, as static hosts have them: `/about` serves about.html, `/x/` and `/x` x/index.html.
+- `fallback`: a single-page app's host (Netlify's `/* /index.html 200`): an extension-less path
+  with no file is answered 200 with that file.
+- a path with no file answers the folder's own 404.html with status 404 when it has one (as GitHub
+  Pages and Netlify do), else the stdlib's 404; a folder without index.html is never listed then.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import threading
 import time
+from collections.abc import Sequence
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+_TEMPLATED = (".html", ".xml", ".txt")  # files whose `http://SITE_ORIGIN` is the server's origin
+_REWRITTEN = (*_TEMPLATED, ".json", ".js")  # files whose links to the site's domains are rewritten
+
+
+def domain_pattern(domains: Sequence[str]) -> re.Pattern[bytes] | None:
+    """Absolute links to `domains` (any scheme or none: `https://d`, `http://d`, `//d`), not a longer
+    host that starts with one (`d.example`), nor a subdomain of one (`cdn.d`)."""
+    if not domains:
+        return None
+    hosts = b"|".join(re.escape(d.lower().encode()) for d in sorted(domains, key=len, reverse=True))
+    return re.compile(rb"(?<![\w.-])(?:https?:)?//(?:" + hosts + rb")(?![\w.-])", re.IGNORECASE)
+
 
 class _Handler(SimpleHTTPRequestHandler):
     routes: dict[str, dict[str, Any]] = {}
 
-    def __init__(self, *args: Any, routes: dict[str, dict[str, Any]], seen: list[str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, routes: dict[str, dict[str, Any]], seen: list[str],
+                 domains: re.Pattern[bytes] | None = None, fallback: str | None = None, **kwargs: Any) -> None:
         self.routes = routes
         self.seen = seen
+        self.domains = domains
+        self.fallback = fallback
         super().__init__(*args, **kwargs)
 
     @property
@@ -41,9 +72,14 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def _file_bytes(self, path: Path) -> bytes:
         data = path.read_bytes()
-        if path.suffix in (".html", ".xml", ".txt"):
+        if path.suffix in _TEMPLATED:
             data = data.replace(b"http://SITE_ORIGIN", self.origin.encode())
+        if self.domains is not None and path.suffix in _REWRITTEN:
+            data = self.domains.sub(self.origin.encode(), data)
         return data
+
+    def _rewrites(self, path: Path) -> bool:
+        return path.suffix in _TEMPLATED or (self.domains is not None and path.suffix in _REWRITTEN)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
@@ -76,24 +112,50 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.seen.append(self.path)
-        if self._canned():
-            return
-        fs_path = self._page_path()
-        if fs_path.is_file() and fs_path.suffix in (".html", ".xml", ".txt"):
-            # Templated text files: served whole, with the origin filled in.
-            data = self._file_bytes(fs_path)
-            self.send_response(200)
-            self.send_header("Content-Type", self.guess_type(str(fs_path)))
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        super().do_GET()
+        if not self._canned():
+            self._serve()
 
     def do_HEAD(self) -> None:
         self.seen.append(self.path)
         if not self._canned():
+            self._serve()
+
+    def _serve(self) -> None:
+        fs_path = self._page_path()
+        status = 200
+        if not fs_path.is_file() and self._hosted():
+            fs_path, status = self._missing()
+            if fs_path is None:
+                self.send_error(404, "File not found")
+                return
+        if fs_path.is_file() and (self._rewrites(fs_path) or status != 200):
+            # Templated text files (with the origin filled in) and error pages: served whole.
+            data = self._file_bytes(fs_path)
+            self.send_response(status)
+            self.send_header("Content-Type", self.guess_type(str(fs_path)))
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            return
+        if self.command == "HEAD":
             super().do_HEAD()
+        else:
+            super().do_GET()
+
+    def _hosted(self) -> bool:
+        """Whether a missing file is answered as a host would (any host option given, or a 404.html)."""
+        return self.domains is not None or self.fallback is not None or (Path(self.directory) / "404.html").is_file()
+
+    def _missing(self) -> tuple[Path | None, int]:
+        """What a host answers for a path with no file: the single-page app's page for an
+        extension-less path (with `fallback`), else the site's 404.html, else nothing (stdlib 404)."""
+        root = Path(self.directory)
+        last = self.path.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        if self.fallback is not None and "." not in last and (root / self.fallback).is_file():
+            return root / self.fallback, 200
+        page = root / "404.html"
+        return (page, 404) if page.is_file() else (None, 404)
 
     def guess_type(self, path: str | Any) -> str:
         name = str(path)
@@ -120,11 +182,13 @@ class SiteServer:
     trailing slash; `requests` the paths asked for."""
 
     def __init__(self, root: Path, port: int = 0, *, host: str = "127.0.0.1",
-                 routes: dict[str, dict[str, Any]] | None = None) -> None:
+                 routes: dict[str, dict[str, Any]] | None = None, domains: Sequence[str] = (),
+                 fallback: str | None = None) -> None:
         routes_file = root / "_routes.json"
         canned = json.loads(routes_file.read_text()) if routes_file.exists() else {}
         self.requests: list[str] = []
-        handler = partial(_Handler, directory=str(root), routes={**canned, **(routes or {})}, seen=self.requests)
+        handler = partial(_Handler, directory=str(root), routes={**canned, **(routes or {})}, seen=self.requests,
+                          domains=domain_pattern(domains), fallback=fallback)
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
