@@ -100,6 +100,7 @@ def test_the_furniture_is_long_enough_for_the_whole_page_measure_to_miss_every_t
      "an empty app root"),
     (_page('<div id="app"><div class="spinner"></div></div>',
            end='<script src="https://cdn.example.net/app.js"></script>'), "an empty app root"),
+    (_page("<app-root></app-root>", end='<script src="/main.3c1f.js" type="module"></script>'), "an empty app root"),
     (_page("<div id='root'></div>", end='<script src="https://www.googletagmanager.com/gtm.js"></script>'), ""),
     # An empty root inside the nav is the nav's (a menu widget), not the page's.
     (_page('<nav><div id="app"></div></nav>' + _CONTACT_MAIN, end='<script src="/assets/app.js"></script>'), ""),

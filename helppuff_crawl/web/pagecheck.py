@@ -112,11 +112,10 @@ _WRITES = re.compile(
 )
 _LOADS_INTO = re.compile(r"\.load\s*\(\s*['\"]")  # jQuery's $(el).load("/fragment")
 _MOUNTS = re.compile(r"ReactDOM\.(?:render|hydrate)|\b(?:createRoot|hydrateRoot|createApp)\s*\(|\bnew\s+Vue\s*\(")
-# Where single-page apps mount, empty until their script runs.
-_APP_ROOTS = lxml.etree.XPath(
-    "//*[@id='app' or @id='root' or @id='__next' or @id='__nuxt' or @id='___gatsby' or @id='svelte'"
-    " or @id='q-app' or @id='react-root' or @id='app-root' or @id='main-app']|//app-root"
-)
+# Where single-page apps mount (by id, or Angular's <app-root>), empty until their script runs.
+_APP_ROOT_IDS = frozenset({"app", "root", "__next", "__nuxt", "___gatsby", "svelte", "q-app", "react-root",
+                           "app-root", "main-app"})
+_IDS = lxml.etree.XPath("//@id")  # reading attributes is cheaper than testing every element (html_text.named)
 # XPath, not iter(): libxml2 puts a <script> written after </html> in a second root, beside <html>.
 _SCRIPTS = lxml.etree.XPath("//script")
 _NOSCRIPTS = lxml.etree.XPath("//noscript")
@@ -157,7 +156,8 @@ def page_shape(html: str | bytes, url: str = "", *, drop_blocks: frozenset[str] 
         return PageShape(0, 0, 0, 0, False, "")
     page_scripts, library, tracking, builds = _scripts(doc, url)
     asks = any(_ASKS_FOR_JS.search(noscript.text_content()) for noscript in _NOSCRIPTS(doc))
-    roots = _APP_ROOTS(doc)
+    roots = [value.getparent() for value in _IDS(doc) if value.strip() in _APP_ROOT_IDS]
+    roots.extend(doc.iter("app-root"))
     if min_scripts is not None and not (
         builds or page_scripts >= min_scripts or ((asks or roots) and page_scripts + library >= 1)
     ):
