@@ -179,11 +179,12 @@ HELPPUFF_ALLOW_PRIVATE_ADDRESSES: bool | str = False
 HELPPUFF_FOLLOW_LINKS = True
 # Cap on a robots.txt Crawl-delay / Request-rate we honour, in seconds.
 HELPPUFF_ROBOTS_MAX_CRAWL_DELAY = 30.0
-# JS rendering: "auto" (thin HTML with several scripts), "always" or "never".
+# JS rendering: "auto" (thin main content that its scripts can have built), "always" or "never".
 HELPPUFF_RENDER_JS = "auto"
-# auto: render when the HTML has fewer visible text characters than this ...
+# auto: render when the main content (nav, header, footer, banners removed) has fewer characters than this ...
 HELPPUFF_RENDER_MIN_TEXT = 300
-# ... and at least this many <script> elements.
+# ... and at least this many page scripts (inline code, the site's own files; not analytics), or one
+# inline script that fetches content into the page, or one script on an app shell (web/pagecheck.py).
 HELPPUFF_RENDER_MIN_SCRIPTS = 2
 # Browser time budget per run, in seconds; past it, pages that need rendering are skipped.
 HELPPUFF_RENDER_BUDGET = 600.0

@@ -25,6 +25,9 @@ of any of them), which the downloader middlewares never see. Two guards hold the
   or :class:`~helppuff_crawl.middlewares.guard.AddressRefused` (``refused: ...``), which the
   spider records as the page's reason.
 
+A page is read once its network has been idle for 500 ms, at most 3 s after its load event (and
+after a request's `playwright_page_methods`): scripts often fetch the content after the load event.
+
 Service workers are blocked in every context (they fetch outside the page's routes), and WebRTC
 sends no UDP (PLAYWRIGHT_LAUNCH_OPTIONS in settings.py: --webrtc-ip-handling-policy). A remote
 browser (PLAYWRIGHT_CDP_URL, PLAYWRIGHT_CONNECT_URL) or a proxy of one's own cannot be guarded and
@@ -43,6 +46,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from helppuff_crawl.middlewares.guard import (
@@ -67,6 +71,9 @@ logger = logging.getLogger(__name__)
 _SUCCEEDED, _FAILURE, _NOT_ALLOWED, _HOST_UNREACHABLE, _REFUSED, _BAD_COMMAND, _BAD_ADDRESS = 0, 1, 2, 4, 5, 7, 8
 _HANDSHAKE_TIMEOUT = 10.0
 _BUFFER = 64 * 1024
+# A page's scripts often fetch its content after the load event (a menu read from ./menu.json):
+# the page is read once its network has been idle for 500 ms ("networkidle"), or after this long.
+_SETTLE_MS = 3_000
 
 
 class BrowserGuard:
@@ -284,6 +291,11 @@ class GuardedPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         if (refusal := self._left(navigations.urls)) is not None:
             raise refusal
         return response
+
+    async def _apply_page_methods(self, page: Page, request: Request, spider: Spider) -> None:
+        await super()._apply_page_methods(page, request, spider)
+        with contextlib.suppress(PlaywrightTimeoutError):  # a page that keeps polling is read as it is
+            await page.wait_for_load_state("networkidle", timeout=_SETTLE_MS)
 
     def _left(self, urls: list[str]) -> OffsiteRedirect | AddressRefused | None:
         """Why the main frame's navigations are not the page: another site, a refused address."""

@@ -39,7 +39,7 @@ from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.items import Page
 from helppuff_crawl.middlewares.guard import OFFSITE, AddressRefused, OffsiteRedirect
 from helppuff_crawl.web.categories import categorize, decide_tick
-from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, needs_rendering
+from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, render_reason
 from helppuff_crawl.web.sitemaps import DEFAULT_SITEMAP_PATHS, SitemapWalk
 from helppuff_crawl.web.urls import (
     normalize_url,
@@ -401,12 +401,16 @@ class SiteSpider(scrapy.Spider):
                        dont_filter=True, cb_kwargs={"candidate": url, "source": source})
 
     def _wants_render(self, response: Response) -> bool:
+        """`render_js: auto` on a fetched page: its main content is thin and its scripts can have built it
+        (web/pagecheck.render_reason). The site's repeated blocks are not known yet here (see page_shape)."""
         if self.config.render_js != "auto" or response.meta.get("helppuff_render"):
             return False
         if response.status != 200 or not isinstance(response, TextResponse):
             return False
-        if needs_rendering(response.text, self.config.render_min_text, self.config.render_min_scripts):
+        config = self.config
+        if why := render_reason(response.text, config.render_min_text, config.render_min_scripts, url=response.url):
             self._stat("render/needed")
+            logger.debug("Rendering %s: %s", response.url, why, extra={"spider": self})
             return True
         return False
 
