@@ -23,7 +23,10 @@ PAGE_STATUSES = (
     "blocked",  # 401/403/429 or a challenge page
     "gone",  # 404/410
     "failed",  # unreachable, timeout, 5xx after retries, or a processing error
-    "skipped",  # not fetched by rule: robots.txt, another site, oversized, browser budget, page limit
+    # not fetched by rule: robots.txt, another site, oversized, browser budget, page limit; or not
+    # learned as itself: a redirect to a known page, a duplicate of another page ("duplicate of URL
+    # (canonical link)" or "(same content)", Page.duplicate_of)
+    "skipped",
 )
 
 
@@ -42,6 +45,8 @@ class Page:
     http_status: int | None = None  # final HTTP status, None when nothing was received
     final_url: str = ""  # URL after redirects ("" when not fetched)
     redirects: list[str] = field(default_factory=list)  # URLs redirected through, in order
+    duplicate_of: str = ""  # the page learned in this one's place (status "skipped"): its canonical link, or
+    # the first page with the same title and Markdown (pipelines/hash.py); "" when none
     rendered: bool = False  # HTML came from headless Chromium
     html: str = ""  # the fetched HTML (never persisted)
     title: str = ""  # <title> or first H1, whitespace collapsed

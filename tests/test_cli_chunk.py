@@ -117,7 +117,7 @@ def test_site_defaults_to_the_host(
         (
             ["chunk", "PAGE", "--url", URL, "--title", TITLE, "--category", "services"],
             "helppuff chunk: --category must be one of: home service product location about contact "
-            "faq pricing blog team testimonials booking legal other (got 'services')\n",
+            "faq pricing blog team testimonials booking policy legal other (got 'services')\n",
         ),
         (
             ["chunk", "PAGE", "--url", "not a url", "--title", TITLE, "--category", "faq"],

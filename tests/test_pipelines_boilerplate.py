@@ -56,6 +56,38 @@ def test_furniture_is_learned_from_the_sample_then_dropped_everywhere():  # type
     yield run_async(_sample_scenario())
 
 
+async def _one_page_under_many_urls() -> list[str]:
+    """A single-page app's host: the sample is the home page and three routes answered with the same
+    index.html, then two other pages. Returns the URLs in the order they left the pipeline."""
+    crawler = component_crawler()
+    boilerplate = build_from_crawler(BoilerplatePipeline, crawler)
+    extract = build_from_crawler(ExtractMarkdownPipeline, crawler)
+    app = _site_page(1)
+    sample = [_page(app, url=f"https://acme.example{path}", sample=6) for path in ("", "/about", "/team", "/x")]
+    sample += [_page(_site_page(n), url=f"https://acme.example/p{n}", sample=6) for n in (2, 3)]
+    left: list[str] = []
+
+    async def through(page: Page) -> None:
+        await boilerplate.process_item(page)
+        left.append(page.url)
+
+    tasks = [asyncio.ensure_future(through(page)) for page in sample]
+    await asyncio.gather(*tasks)
+    # Counted once, the app's page is one of three: its own text is no furniture, the shared panel is.
+    assert crawler.stats.get_value("helppuff/boilerplate/sample_pages") == 3
+    home = extract.process_item(sample[0])
+    assert "Unique words for page number 1" in home.markdown and "Why choose us" not in home.markdown
+    return left
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_page_served_under_many_urls_counts_once_in_the_sample():  # type: ignore[no-untyped-def]
+    left = yield run_async(_one_page_under_many_urls())
+    # The page that completed the sample leaves last: the home page, first in, is first out.
+    assert left == ["https://acme.example", "https://acme.example/about", "https://acme.example/team",
+                    "https://acme.example/x", "https://acme.example/p2", "https://acme.example/p3"]
+
+
 
 
 

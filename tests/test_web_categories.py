@@ -98,23 +98,57 @@ CATEGORIZE_CASES = [
     (f"{A}/schedule", "", "booking"),
     (f"{A}/appointments", "", "booking"),
     (f"{A}/x", "Book Online | Acme", "booking"),
-    # legal
+    # legal: what a visitor does not ask the chat about
     (f"{A}/privacy", "", "legal"),
     (f"{A}/privacy-policy", "", "legal"),
-    (f"{A}/terms", "", "legal"),
-    (f"{A}/terms-of-service", "", "legal"),
+    (f"{A}/policies/privacy-policy", "", "legal"),
+    (f"{A}/terms-of-use", "", "legal"),
     (f"{A}/legal", "", "legal"),
+    (f"{A}/legal-notice", "", "legal"),
     (f"{A}/cookies", "", "legal"),
     (f"{A}/cookie-policy", "", "legal"),
     (f"{A}/disclaimer", "", "legal"),
-    (f"{A}/refund-policy", "", "legal"),
-    (f"{A}/x", "Terms and Conditions", "legal"),
+    (f"{A}/gdpr", "", "legal"),
+    (f"{A}/imprint", "", "legal"),
+    (f"{A}/impressum.html", "", "legal"),
+    (f"{A}/datenschutz.html", "", "legal"),
+    (f"{A}/copyright", "", "legal"),
+    (f"{A}/x", "Privacy Policy | Acme", "legal"),
+    (f"{A}/x", "Cookie Policy", "legal"),
+    # policy: the rules of trade a visitor asks about
+    (f"{A}/cancellation-policy.html", "", "policy"),
+    (f"{A}/cancellations", "", "policy"),
+    (f"{A}/refund-policy", "", "policy"),
+    (f"{A}/refunds", "", "policy"),
+    (f"{A}/returns", "", "policy"),
+    (f"{A}/returns-and-exchanges", "", "policy"),
+    (f"{A}/deposits", "", "policy"),
+    (f"{A}/no-show-policy", "", "policy"),
+    (f"{A}/our-guarantee", "", "policy"),
+    (f"{A}/warranty", "", "policy"),
+    (f"{A}/shipping", "", "policy"),
+    (f"{A}/shipping-and-delivery", "", "policy"),
+    (f"{A}/booking-policy", "", "policy"),
+    (f"{A}/payment-policy", "", "policy"),
+    (f"{A}/policies", "", "policy"),
+    (f"{A}/salon-policy", "", "policy"),
+    (f"{A}/legal/cancellation-policy", "", "policy"),
+    (f"{A}/terms", "", "policy"),
+    (f"{A}/terms-of-service", "", "policy"),
+    (f"{A}/terms-and-conditions", "", "policy"),
+    (f"{A}/terms-of-trade", "", "policy"),
+    (f"{A}/tos", "", "policy"),
+    (f"{A}/agb.html", "", "policy"),
+    (f"{A}/x", "Terms and Conditions", "policy"),
+    (f"{A}/x", "Cancellation Policy | Acme", "policy"),
     # words that must not match
     (f"{A}/cartography", "", "other"),
     (f"{A}/bookkeeping", "", "other"),
     (f"{A}/facebook", "", "other"),
     (f"{A}/accounting-services", "", "service"),
     (f"{A}/plumbing-terms-explained", "", "other"),
+    (f"{A}/tax-returns", "", "other"),
+    (f"{A}/payment", "", "pricing"),
     (f"{A}/teamwork", "", "other"),
     (f"{A}/plumber-jobs", "", "other"),
     (f"{A}/emergency-plumber", "", "other"),
@@ -158,6 +192,27 @@ GA_PLUMBING = {
 }
 
 
+# The policy pages of the real sites: what a visitor may ask about is learned, the rest is legal.
+REAL_SITE_POLICIES = {
+    ("affairs-of-beauty", "cancellation-policy.html"): ("policy", True),  # deposits, no-shows, late arrivals
+    ("affairs-of-beauty", "terms-of-service.html"): ("policy", True),  # payment methods, rescheduling, guarantee
+    ("affairs-of-beauty", "privacy-policy.html"): ("legal", False),
+    ("eagle-eye-backflow", "privacy-policy.html"): ("legal", False),
+    ("zahnarzt-werland", "datenschutz.html"): ("legal", False),  # German: data protection
+    ("zahnarzt-werland", "impressum.html"): ("legal", False),
+}
+
+
+@pytest.mark.parametrize(("site", "name"), sorted(REAL_SITE_POLICIES))
+def test_real_sites_policy_pages_are_learned_and_legal_ones_are_not(site: str, name: str) -> None:
+    page = shared_data("sites", site, name)
+    title = html.parse(str(page)).findtext(".//title") or ""
+    url = f"http://127.0.0.1:8000/{name}"
+    category = categorize(url, title)
+    assert (category, decide_tick(url, category).ticked) == REAL_SITE_POLICIES[(site, name)]
+    assert categorize(f"http://127.0.0.1:8000/x/{name}", "") == category  # by the path alone too
+
+
 def test_categorize_ga_plumbing_pages() -> None:
     site = shared_data("sites", "ga-plumbing")
     sitemap = etree.parse(str(site / "sitemap.xml"))
@@ -187,6 +242,10 @@ TICK_CASES = [
     # legal pages
     (f"{A}/privacy-policy", "legal", TickDecision(False, "legal page")),
     (f"{A}/disclaimer", "legal", TickDecision(False, "legal page")),
+    # policy pages are learned, terms among them
+    (f"{A}/cancellation-policy", "policy", TickDecision(True, "")),
+    (f"{A}/terms-of-service", "policy", TickDecision(True, "")),
+    (f"{A}/terms", "policy", TickDecision(True, "")),
     # archives
     (f"{A}/tag/hot-water", "blog", TickDecision(False, "archive page")),
     (f"{A}/blog/tag/hot-water", "blog", TickDecision(False, "archive page")),
@@ -204,7 +263,6 @@ TICK_CASES = [
     (f"{A}/news/tips/some-post", "blog", TickDecision(False, "deep blog post")),
     (f"{A}/2019/some-post", "blog", TickDecision(False, "deep blog post")),
     # default exclude globs
-    (f"{A}/terms-of-trade", "other", TickDecision(False, "exclude glob '**/terms**'")),
     (f"{A}/privacy-tips", "other", TickDecision(False, "exclude glob '**/privacy**'")),
     (f"{A}/page/about", "other", TickDecision(False, "exclude glob '**/page/**'")),
     (f"{A}/cart", "other", TickDecision(False, "exclude glob '**/cart'")),

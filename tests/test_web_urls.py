@@ -133,6 +133,48 @@ def test_normalize_url_joins_to_base(url: str, base: str, expected: str | None) 
     assert normalize_url(url, base) == expected
 
 
+INDEX_CASES = [
+    # A folder's index document is the folder's URL (no trailing slash, as every URL here).
+    ("https://a.com/index.html", "https://a.com"),
+    ("https://a.com/index.htm", "https://a.com"),
+    ("https://a.com/index.php", "https://a.com"),
+    ("https://a.com/default.aspx", "https://a.com"),
+    ("https://a.com/default.htm", "https://a.com"),
+    ("https://a.com/Default.HTML", "https://a.com"),
+    ("https://a.com/team/index.html", "https://a.com/team"),
+    ("https://a.com/team/INDEX.HTML", "https://a.com/team"),
+    ("https://a.com/team/index.html/", "https://a.com/team"),
+    ("https://a.com/team/index%2Ehtml", "https://a.com/team"),
+    ("https://a.com/a/b/../index.htm#top", "https://a.com/a"),
+    ("https://a.com/index.html/index.htm", "https://a.com"),  # a fixed point: folded again
+    # The query stays, sorted as everywhere.
+    ("https://a.com/index.php?b=2&a=1", "https://a.com?a=1&b=2"),
+    ("https://a.com/shop/index.php?utm_source=x&id=7", "https://a.com/shop?id=7"),
+    # Only the last segment, only these names.
+    ("https://a.com/index.html/about", "https://a.com/index.html/about"),
+    ("https://a.com/index.php/contact", "https://a.com/index.php/contact"),
+    ("https://a.com/index-of-prices.html", "https://a.com/index-of-prices.html"),
+    ("https://a.com/index", "https://a.com/index"),
+    ("https://a.com/home.html", "https://a.com/home.html"),
+    ("https://a.com/myindex.html", "https://a.com/myindex.html"),
+    ("https://a.com/index.html.bak", "https://a.com/index.html.bak"),
+]
+
+
+@pytest.mark.parametrize(("url", "expected"), INDEX_CASES)
+def test_an_index_document_is_its_folder(url: str, expected: str) -> None:
+    assert normalize_url(url) == expected
+
+
+def test_every_spelling_of_a_folder_is_one_page() -> None:
+    # A link, a sitemap entry, a redirect's final URL and a start URL all meet in one form.
+    spellings = ["https://a.com/team/", "https://a.com/team", "https://A.com/team/index.html",
+                 "https://a.com:443/team/./index.htm"]
+    assert {normalize_url(url) for url in spellings} == {"https://a.com/team"}
+    assert normalize_url("index.html", "https://a.com/team/") == "https://a.com/team"
+    assert validate_start_url("acme.com.au/index.html") == "https://acme.com.au"
+
+
 @pytest.mark.parametrize("value", [None, 42, b"https://a.com", ["https://a.com"]])
 def test_normalize_url_returns_none_for_non_strings(value: object) -> None:
     assert normalize_url(value) is None  # type: ignore[arg-type]

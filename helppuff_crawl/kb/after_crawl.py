@@ -6,7 +6,8 @@
 2. the crawl's facts are saved (never over the owner's) and the facts passage is rebuilt;
 3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
    re-embeds them);
-4. pages unticked or gone this crawl leave the knowledge base, chunks and vectors.
+4. pages unticked or gone this crawl, or recorded as another page's duplicate, leave the knowledge
+   base, chunks and vectors.
 
 Each step learns through kb/learn.py with the crawl's embedder; with embedding off (no embedder),
 only the facts are saved and the leaving pages removed.
@@ -41,7 +42,7 @@ class Finished:
 async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn | None, site: str,
                       start_url: str, crawl_facts: facts.CrawlFacts, leaving: Sequence[str],
                       relearn_all: bool = False) -> Finished:
-    """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked or gone this crawl; `relearn_all`:
+    """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked, gone or duplicates this crawl; `relearn_all`:
     the crawl began by having every page learned again (the site's model or chunk sizes changed)."""
     stale = await writer.stale_pages(site, cleared_too=relearn_all) if embed is not None else []
     for page in stale:

@@ -4,7 +4,7 @@ The spider fetches the sample first (the home page and the next ticked pages, at
 HELPPUFF_BOILERPLATE_SAMPLE) and marks each sample request with the sample's size; exactly one
 item comes back per sample page, whatever its fate. Fetched pages wait here until the whole
 sample is in; then `text/boilerplate.learn_furniture` finds the blocks on more than half of the
-sample, and every fetched page carries their fingerprints (`Page.drop_blocks`) to the extract
+sample (identical HTML counted once), and every fetched page carries their fingerprints (`Page.drop_blocks`) to the extract
 pipeline. Furniture that carries contact details or hours is kept once, with the site facts
 (`Page.site_blocks` on the first sample page). Pages that were not fetched never wait.
 
@@ -66,6 +66,9 @@ class BoilerplatePipeline:
             self._sample.append(item)
             if len(self._sample) >= item.sample:
                 self._learn()
+                # The pages that waited go first, in the order they came (the home page first): the
+                # hash pipeline keeps the first of pages with the same content.
+                await asyncio.sleep(0)
         if item.status != "fetched":
             return item
         if self.furniture is None:
@@ -75,7 +78,13 @@ class BoilerplatePipeline:
         return item
 
     def _learn(self) -> None:
-        fetched = [page for page in self._sample if page.status == "fetched" and page.html]
+        # A page served under several URLs counts once: a single-page app's host answers each route
+        # with the same index.html, and a sample of copies would make all of its content "furniture".
+        distinct: dict[str, Page] = {}
+        for page in self._sample:
+            if page.status == "fetched" and page.html:
+                distinct.setdefault(page.html, page)
+        fetched = list(distinct.values())
         self.furniture = learn_furniture([page.html for page in fetched], self.config.threshold)
         if fetched and self.furniture.contact_blocks:
             fetched[0].site_blocks = self.furniture.contact_blocks

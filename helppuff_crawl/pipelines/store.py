@@ -15,7 +15,8 @@ one bad page fails alone.
 Per page, after the embed pipeline:
 
 - a page that was not learned from (unticked, blocked, gone, failed, skipped, empty) is one row;
-  an unticked or gone page that had passages leaves the knowledge base after the crawl;
+  an unticked or gone page that had passages leaves the knowledge base after the crawl, and so does
+  a duplicate of another page (skipped, Page.duplicate_of: its canonical link or the same content);
 - a fetched page whose content hash matches its last crawl's, every passage keeping its live vector,
   is "unchanged": its row only, no write of chunks or vectors;
 - any other fetched page with its lesson (Page.lesson) is written: chunks, new vectors, then its row
@@ -168,7 +169,7 @@ class StorePipeline:
             previous = await pages.get_page(self.kb, item.site, item.url)
         if item.status != "fetched":
             await self._save_row(self._row(item, previous, item.status))
-            if item.status in _LEAVE and previous and previous.get("content_hash"):
+            if (item.status in _LEAVE or item.duplicate_of) and previous and previous.get("content_hash"):
                 self._leaving.append(item.url)
             return self._recorded(item, item.status)
         self.facts.add(item.category, item.url, item.facts, item.site_blocks)

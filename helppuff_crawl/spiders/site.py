@@ -12,8 +12,14 @@ category and a tick decision. Ticked pages are fetched (up to max_pages, the hom
 them), and links found on fetched pages join the candidates. Exactly one `Page` item is yielded
 per candidate, fetched or not, so the store records every page with its status and reason.
 
+A page's canonical link (`<link rel="canonical">`) to another page of the site is honoured as a
+redirect is: the page is recorded as that page's duplicate, or, when that page is not known yet, is
+learned under its URL (`_canonical_in_place`). A canonical link to another site, a broken one, or one
+to a URL the site's rules keep out (tick rules, globs, robots.txt) is ignored.
+
 Stats: helppuff/discovery/{fetches,candidates,sitemaps,sitemap_urls}, helppuff/discovery/skipped/<why>,
-helppuff/discovery/dropped/<why>, helppuff/pages/<status>, helppuff/render/{requests,needed}.
+helppuff/discovery/dropped/<why>, helppuff/pages/<status>, helppuff/render/{requests,needed},
+helppuff/canonical/honoured, helppuff/canonical/ignored/<why>.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
+from scrapy.utils.response import get_base_url
 from twisted.internet.error import (
     ConnectionRefusedError,
     DNSLookupError,
@@ -38,7 +45,7 @@ from twisted.python.failure import Failure
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.items import Page
 from helppuff_crawl.middlewares.guard import OFFSITE, AddressRefused, OffsiteRedirect
-from helppuff_crawl.web.categories import categorize, decide_tick
+from helppuff_crawl.web.categories import TickDecision, categorize, decide_tick
 from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, render_reason
 from helppuff_crawl.web.sitemaps import DEFAULT_SITEMAP_PATHS, SitemapWalk
 from helppuff_crawl.web.urls import (
@@ -357,8 +364,7 @@ class SiteSpider(scrapy.Spider):
             return None
         self._stat("discovery/candidates")
         category = categorize(url, hint)
-        decision = decide_tick(url, category, include=self.config.include,
-                               **({} if self.config.exclude is None else {"exclude": self.config.exclude}))
+        decision = self._tick(url, category)
         page = Page(url=url, site=self.site, category=category, ticked=decision.ticked,
                     tick_reason=decision.reason, source=source)
         if not decision.ticked:
@@ -473,13 +479,89 @@ class SiteSpider(scrapy.Spider):
             else:
                 page.status = "fetched"
                 page.html = html
+        in_place = self._canonical_in_place(page, response) if page.status == "fetched" and source != "start" else None
         self._stat(f"pages/{page.status}")
+        if in_place is not None:
+            self._stat(f"pages/{in_place.status}")
+            yield in_place
         yield page
         if follow and page.status == "fetched" and self.config.follow_links and isinstance(response, HtmlResponse):
             for url, text in self._links(response):
                 result = self._admit(url, "link", text)
                 if result is not None:
                     yield result
+
+    def _canonical_in_place(self, page: Page, response: Response) -> Page | None:
+        """Honour the page's canonical link, as a redirect is honoured (parse_page): when it names another
+        page of the site that is already known, the page is recorded as its duplicate (skipped); when that
+        page is not known yet, the page is learned under the canonical URL, and the returned record says
+        that the candidate is its duplicate (so its old passages leave, as an unticked page's do).
+
+        The home page's own canonical link is not read (source "start", as for redirects): the start URL
+        is the site's home page, whatever spelling the page prefers."""
+        canonical = self._canonical(response, page.url)
+        if not canonical:
+            return None
+        why = f"duplicate of {canonical} (canonical link)"
+        self._stat("canonical/honoured")
+        if canonical in self._seen:
+            # The canonical page is a candidate of this run: it is learned as itself, this page is not.
+            page.status, page.reason, page.duplicate_of, page.html = "skipped", why, canonical, ""
+            return None
+        self._seen.add(canonical)
+        in_place = Page(url=page.url, site=page.site, category=page.category, ticked=page.ticked,
+                        tick_reason=page.tick_reason, source=page.source, status="skipped", reason=why,
+                        http_status=page.http_status, final_url=page.final_url, redirects=list(page.redirects),
+                        rendered=page.rendered, fetched_at=page.fetched_at, duplicate_of=canonical)
+        page.url = canonical
+        page.category = categorize(canonical, "")
+        page.tick_reason = self._tick(canonical, page.category).reason
+        return in_place
+
+    def _canonical(self, response: Response, candidate: str) -> str:
+        """The page's canonical URL when it is to be honoured, else "" (and why, in the log and a stat).
+
+        Ignored: no link; several links naming different URLs (no single choice, as search engines
+        ignore them); one that is not a web address; one naming the page itself (its candidate or final
+        URL); one on another site. The canonical URL must also be a page this crawl would learn: a file
+        or account screen, a page the tick rules leave out (legal, archive, exclude globs; include globs
+        force it in) or one robots.txt disallows is ignored too, since honouring it would learn the text
+        under a URL the site's rules keep out, or drop a page that the rules let in."""
+        if not isinstance(response, HtmlResponse):
+            return ""
+        hrefs = [link.attrib.get("href", "") for link in response.xpath("//link[@rel and @href]")
+                 if "canonical" in link.attrib.get("rel", "").lower().split()]
+        if not hrefs:
+            return ""
+        base = get_base_url(response)  # <base href> counts, as for links
+        named = {normalize_url(href, base) for href in hrefs}
+        why = ""
+        canonical = next(iter(named)) if len(named) == 1 else None
+        if len(named) > 1:
+            why = "several canonical links"
+        elif canonical is None:
+            why = "not a web address"
+        elif canonical in (candidate, normalize_url(response.url)):
+            return ""  # the page names itself: nothing to do
+        elif not same_site(canonical, self.start_url):
+            why = "another site"
+        elif url_filter_reason(canonical):
+            why = "not a page to learn"
+        elif not self._tick(canonical, categorize(canonical, "")).ticked:
+            why = "unticked"
+        elif (rules := self._robots.get(site_host(canonical))) is not None and not rules.allowed(canonical):
+            why = "robots.txt"
+        if why:
+            self._stat(f"canonical/ignored/{_stat_slug(why)}")
+            logger.debug("Canonical link of %s ignored (%s): %s", candidate, why, hrefs,
+                         extra={"spider": self})
+            return ""
+        assert canonical is not None
+        return canonical
+
+    def _tick(self, url: str, category: str) -> TickDecision:
+        return decide_tick(url, category, include=self.config.include,
+                           **({} if self.config.exclude is None else {"exclude": self.config.exclude}))
 
     def _base_page(self, candidate: str, source: str, meta: dict[str, Any]) -> Page:
         category = meta.get("helppuff_category") or categorize(candidate, "")

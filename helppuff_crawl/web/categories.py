@@ -9,8 +9,8 @@
 3. Otherwise the segments are read from the last to the first (the last is the most specific:
    "/about/team" is team, "/services/plumber-richmond" is location) and the first segment that
    matches a category gives it. Within one segment the categories are tried in the order of
-   `CATEGORY_KEYS` ("/terms-of-service" is legal, "/book-a-service" booking, "/service-areas"
-   location).
+   `CATEGORY_KEYS` ("/privacy-policy" is legal, "/refund-policy" policy, "/book-a-service"
+   booking, "/service-areas" location).
 4. Nothing in the path: the title's first part (before " | ", " - ", " — ", " – ", " · ",
    " :: " or " » ", which usually start the site name) is matched the same way:
    "Contact Us" -> contact, "Hot Water Repairs | Acme" -> service.
@@ -19,11 +19,27 @@
 Matching is by words, never substrings: a segment or title is split into lower-case words at
 anything that is not a letter or a digit, and a key ("about", "refund-policy") matches when its
 words appear in a row. So "/cartography" is not cart, "/bookkeeping" is not booking and
-"/facebook" is not book. Keys starting with "^" must start the segment ("/terms-of-use" is legal,
-"/plumbing-terms-explained" is not). Location pages also match the usual small-business shapes:
+"/facebook" is not book. Keys starting with "^" must start the segment ("/terms" is policy,
+"/plumbing-terms-explained" is not; "/returns" is policy, "/tax-returns" is not). Location pages also match the usual small-business shapes:
 a trade followed by a place ("/plumber-melbourne", "/electricians-st-kilda") or a trade, then
 "in"/"near", then a place ("/plumbing-in-richmond", "/emergency-plumber-near-me"). These shapes
 are read in paths only: in a title ("Plumbers you can trust") they would guess too often.
+
+Policy pages and legal pages. A visitor asks a small business about its rules of trade: how late
+they may cancel, whether the deposit comes back, what a no-show costs, how to pay, what the
+guarantee or warranty covers, returns, refunds, shipping. Those pages are category "policy" and are
+learned like any other page. Legal pages are the ones a visitor does not ask the chat about and
+whose text would crowd out answers (privacy and data protection, cookies, imprint/Impressum, GDPR,
+disclaimers, copyright, a website's terms of use): category "legal", unticked. "Policy" alone is
+not legal any more: "/privacy-policy" and "/cookie-policy" are legal by their first word, every
+other "/...-policy" and "/policies" is policy. Terms of service, terms and conditions and terms of
+sale ("/terms", "/terms-of-service", "/tos", German "/agb") are policy too: on a small business's
+site they are where deposits, payment methods, rescheduling and satisfaction guarantees are
+written (../shared/data/sites/affairs-of-beauty's terms-of-service.html holds its deposits,
+payment methods, late arrivals and its 48-hour correction guarantee, and its cancellation policy
+points to it), so leaving them out leaves such questions unanswered; their legal boilerplate
+(liability, intellectual property) is passages that few questions reach. "/terms-of-use", which
+governs the website rather than the trade, stays legal.
 
 `decide_tick` says whether a page starts ticked. In order:
 
@@ -76,11 +92,17 @@ PRODUCT_ROOTS = frozenset(
 #: priority when one segment matches several categories.
 CATEGORY_KEYS: dict[str, tuple[str, ...]] = {
     "legal": (
-        "privacy", "^terms", "terms-and-conditions", "terms-of-service", "terms-of-use", "legal",
-        "cookie", "cookies", "disclaimer", "policy", "policies", "tos", "gdpr", "imprint",
-        "impressum", "copyright",
+        "privacy", "terms-of-use", "legal", "cookie", "cookies", "disclaimer", "gdpr", "imprint",
+        "impressum", "copyright", "datenschutz", "datenschutzerklaerung", "dsgvo",
     ),
     "faq": ("faq", "faqs", "questions", "frequently-asked", "q-a"),
+    # The rules of trade a visitor asks about (the module docstring says why terms are here).
+    "policy": (
+        "policy", "policies", "^terms", "terms-and-conditions", "terms-of-service", "terms-of-sale",
+        "terms-of-trade", "tos", "agb", "cancellation", "cancellations", "cancel", "refund",
+        "refunds", "^returns", "deposit", "deposits", "no-show", "no-shows", "guarantee",
+        "guarantees", "warranty", "warranties", "^shipping", "widerruf", "widerrufsbelehrung",
+    ),
     "pricing": (
         "pricing", "price", "prices", "price-list", "rates", "fee", "fees", "cost", "costs",
         "financing", "finance", "payment", "payments", "payment-plans",
@@ -156,10 +178,11 @@ class TickDecision:
     reason: str
 
 
-#: Paths unticked by default: privacy, terms, tag, page, author, cart, checkout, my-account.
-#: Cart takes two globs, so that "/cartography" is not a cart.
+#: Paths unticked by default: privacy, tag, page, author, cart, checkout, my-account.
+#: Cart takes two globs, so that "/cartography" is not a cart. Terms are not here: they are
+#: policy pages, learned (see the module docstring).
 DEFAULT_EXCLUDE = (
-    "**/privacy**", "**/terms**", "**/tag/**", "**/page/**", "**/author/**", "**/cart",
+    "**/privacy**", "**/tag/**", "**/page/**", "**/author/**", "**/cart",
     "**/cart/**", "**/checkout**", "**/my-account**",
 )  # fmt: skip
 

@@ -15,6 +15,13 @@ redirect is one row. The canonical form:
   `%2F` and `%26` stay as they are, so the meaning never changes;
 - dot segments resolved; no trailing slash, the root included: `https://a.com/` and
   `https://a.com` are both `https://a.com`; repeated inner slashes are kept;
+- a folder's index document is the folder: a last path segment named in `INDEX_DOCUMENTS`
+  (`index.html`, `index.htm`, `index.php`, `default.aspx`, ..., compared case-insensitively) is
+  dropped, so `https://a.com/team/index.html` is `https://a.com/team` and `https://a.com/index.php`
+  is `https://a.com` (the query stays: `/index.php?id=2` is `https://a.com?id=2`). Web servers
+  answer a folder's URL with that document (Apache's and nginx's DirectoryIndex, IIS's default
+  document, every static host), and a site links to both spellings, so without this one page would
+  be learned twice. Only the last segment: `/index.html/x` and `/index-of-prices.html` are kept;
 - no fragment; tracking parameters removed (`TRACKING_PARAMS`, `TRACKING_PREFIXES`, names
   compared case-insensitively); the other parameters sorted by name, keeping the order of values
   of a repeated name, so a link that lists them in another order is the same page (Scrapy's
@@ -73,6 +80,16 @@ ACCOUNT_SEGMENTS = frozenset(
         "login", "log-in", "signin", "sign-in", "signup", "sign-up", "register", "logout",
         "log-out", "signout", "sign-out", "cart", "basket", "checkout", "my-account", "myaccount",
         "account", "wp-admin", "wp-login", "admin", "wp-json", "feed", "lost-password",
+    }
+)  # fmt: skip
+#: Last path segments (lower case) that are their folder's index document, so the folder's URL.
+#: `index.php` is here: a PHP site's folder URL runs its index.php (WordPress, Joomla and Drupal
+#: redirect `/index.php` to `/`), and `/index.php?id=2` is `/?id=2` on them; a path below it
+#: (`/index.php/about`, PATH_INFO routing) is another page and is kept.
+INDEX_DOCUMENTS = frozenset(
+    {
+        "index.html", "index.htm", "index.shtml", "index.php", "index.asp", "index.aspx",
+        "default.html", "default.htm", "default.asp", "default.aspx",
     }
 )  # fmt: skip
 #: Query parameters that mark a cart action or a comment-reply copy of a page (WordPress).
@@ -189,9 +206,20 @@ def _normalize(url: str, base: str | None) -> str | None:
         return None
     port = parts.port  # ValueError when out of range or not a number
     netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
-    path = _remove_dot_segments(_canonical_escapes(parts.path, _PATH_SAFE)).rstrip("/")
+    path = _folder_of_index(_remove_dot_segments(_canonical_escapes(parts.path, _PATH_SAFE)).rstrip("/"))
     query = _canonical_query(parts.query)
     return f"{scheme}://{netloc}{path}{'?' + query if query else ''}"
+
+
+def _folder_of_index(path: str) -> str:
+    """`path` (no trailing slash) without a last segment that is an index document, and then
+    without the slash that led to it: "/team/index.html" -> "/team", "/index.php" -> "". Again
+    while the new last segment is one too ("/index.html/index.htm"), so the form is a fixed point."""
+    folder, _, last = path.rpartition("/")
+    while last.lower() in INDEX_DOCUMENTS:
+        path = folder.rstrip("/")
+        folder, _, last = path.rpartition("/")
+    return path
 
 
 def _clean(text: str) -> str:

@@ -137,7 +137,7 @@ describe("knowledge.json: categories", () => {
   });
 
   it("holds what intentCategories answers", () => {
-    const all = intentCategories("How much to book a plumber near me, and what's your phone number?");
+    const all = intentCategories("How much to book a plumber near me, what's your phone number, and can I cancel?");
     expect(all).toEqual([...INTENT_CATEGORIES]);
     for (const category of all) expect(KNOWLEDGE.categories).toContain(category);
   });
