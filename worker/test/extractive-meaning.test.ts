@@ -155,6 +155,17 @@ describe("choosing by meaning", () => {
     expect(answerText(plan)).toBe(`${EXTRACTIVE_LABEL}\n• Yes. Every Acme plumber is licensed with the Victorian Building Authority. [2]`);
   });
 
+  it("quotes the answer under an FAQ question heading when the heading is the closest", () => {
+    const faq = passage(4, "## Do you charge for quotes?\n\nNo, quotes are free. We come out at no cost.", { category: "faq" });
+    const cosines = new Map(candidates([faq], 48).map((c) => [c.text, c.text === "Do you charge for quotes?" ? 0.9 : 0.2]));
+    expect(candidates([faq], 48).map((c) => [c.text, c.asked])).toEqual([
+      ["Do you charge for quotes?", true],
+      ["No, quotes are free.", false],
+      ["We come out at no cost.", false],
+    ]);
+    expect(answerText(extractiveAnswer("is a quote free", [faq], {}, cosines))).toBe(`${EXTRACTIVE_LABEL}\n• No, quotes are free. [4]`);
+  });
+
   it("adds the best sentence of another page when its cosine is close to the best, not when it is far", () => {
     const a = passage(1, "Blocked drain clearing from $180.");
     const b = passage(2, "Drain camera inspections are $250.");
@@ -222,6 +233,23 @@ describe("lists and tables quoted whole", () => {
         "  – Evenings: $180 (6pm to 10pm).\n  – Weekends: $220 (all day).",
       cited: [1, 2],
     });
+  });
+
+  it("continues a list into the next passage of its section, past its heading line, under the first one's lead-in", () => {
+    const place = { url: "https://acme.com.au/services#hot-water", headingPath: ["Our Services", "Hot water"] };
+    const first = passage(1, "## Hot water\n\nWe repair and install every kind of hot water system:\n\n- Gas storage\n- Electric storage", place);
+    const rest = passage(2, "## Hot water\n\n- Heat pump systems\n- Solar hot water\n\nMost systems are replaced on the same day.", place);
+    const elsewhere = passage(3, "## Hot water\n\n- Tankless units", { url: "https://acme.com.au/other#hot-water" });
+    for (const closest of ["Heat pump systems", "Gas storage"]) {
+      const cosines = new Map(candidates([first, rest, elsewhere], 48).map((c) => [c.text, c.text === closest ? 0.9 : 0.1]));
+      expect(extractiveAnswer("do you do heat pumps", [first, rest, elsewhere], {}, cosines)).toEqual({
+        kind: "answer",
+        text:
+          `${EXTRACTIVE_LABEL}\n• We repair and install every kind of hot water system: [1, 2]\n` +
+          "  – Gas storage\n  – Electric storage\n  – Heat pump systems\n  – Solar hot water",
+        cited: [1, 2],
+      });
+    }
   });
 
   it("keeps the caps in its options", () => {

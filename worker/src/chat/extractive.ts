@@ -190,8 +190,8 @@ export function extractiveAnswer(
     }
     const quote = quoteOf(passages, parsed, scored.candidate, limits);
     if (quote === null) continue;
-    const lines = quoteLines(quote).join("\n");
-    if (quotes.some((other) => quoteLines(other).join("\n") === lines)) continue;
+    const words = JSON.stringify([quote.text, quote.items]);
+    if (quotes.some((other) => JSON.stringify([other.text, other.items]) === words)) continue;
     quotes.push(quote);
     pages.add(from);
     best ??= scored;

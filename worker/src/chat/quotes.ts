@@ -145,7 +145,9 @@ export function candidates(passages: readonly Passage[], limit: number): Candida
     const all = parts(passage.text);
     for (const [i, part] of all.entries()) {
       const lines = part.kind === "paragraph" ? part.sentences : part.kind === "heading" ? [] : part.lines;
-      if (part.kind === "heading" && leadsBlock(all, i) && !add({ passage: p, part: i, line: -1, text: part.text, asked: false })) {
+      // A heading is a candidate when it leads a list or table, or asks a question (an FAQ's).
+      const asked = part.kind === "heading" && part.text.endsWith("?");
+      if (part.kind === "heading" && (asked || leadsBlock(all, i)) && !add({ passage: p, part: i, line: -1, text: part.text, asked })) {
         return out;
       }
       for (const [line, text] of lines.entries()) {
@@ -187,7 +189,7 @@ function wholeBlock(
   const cited = [passages[p]?.n ?? 0];
   let lead = leadOf(all, part);
   const next = passages[p + 1];
-  const nextFirst = next === undefined ? undefined : parsed(p + 1)[0];
+  const nextFirst = next === undefined ? undefined : firstBody(parsed(p + 1));
   if (part === all.length - 1 && next && samePlace(passages[p] as Passage, next) && isBlock(nextFirst) && nextFirst.kind === block.kind) {
     lines.push(...nextFirst.lines.filter((line) => !lines.includes(line)));
     cited.push(next.n);
@@ -195,12 +197,17 @@ function wholeBlock(
   const previous = passages[p - 1];
   const before = previous === undefined ? [] : parsed(p - 1);
   const previousLast = before[before.length - 1];
-  if (part === 0 && previous && samePlace(previous, passages[p] as Passage) && isBlock(previousLast) && previousLast.kind === block.kind) {
+  if (all[part] === firstBody(all) && previous && samePlace(previous, passages[p] as Passage) && isBlock(previousLast) && previousLast.kind === block.kind) {
     lines = [...previousLast.lines, ...lines.filter((line) => !previousLast.lines.includes(line))];
     lead = leadOf(before, before.length - 1);
     cited.unshift(previous.n);
   }
   return { kind: block.kind, lead, lines, cited };
+}
+
+/** The first part that is not a heading (a chunk starts with its section's heading line). */
+function firstBody(all: readonly Part[]): Part | undefined {
+  return all.find((part) => part.kind !== "heading");
 }
 
 function leadOf(all: readonly Part[], block: number): string | null {
