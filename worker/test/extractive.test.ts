@@ -1,7 +1,8 @@
 /**
- * The extractive answer (src/chat/extractive.ts): the pure decision, table by table, and the chat
- * route answering with it when the chat model is missing (code 5007) or `backend.model` is
- * "extractive", on Miniflare's local D1 with the Acme site seeded.
+ * The extractive answer (src/chat/extractive.ts): the pure decision by words (the fallback when
+ * the sentences cannot be embedded), table by table, and the chat route answering with it when
+ * the chat model is missing (code 5007) or `backend.model` is "extractive", on Miniflare's local
+ * D1 with the Acme site seeded. Choosing by meaning: extractive-meaning.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -16,9 +17,9 @@ import {
   sentences,
   terms,
 } from "../src/chat/extractive";
+import { estimateTokens, priceNeurons } from "../src/usage";
 import { seedAcme } from "./acme";
-import { priceNeurons, estimateTokens } from "../src/usage";
-import { FakeAi, FakeVectorize } from "./fakes";
+import { type FakeAi, FakeVectorize } from "./fakes";
 import { FakeChatModel } from "./fake-model";
 
 function passage(n: number, text: string, extra: Partial<Passage> = {}): Passage {

@@ -16,7 +16,8 @@
  *     citation filter and Sources list apply as for a model's answer):
  *       1. the candidate sentences of the passages, best passages first, at most `maxCandidates`
  *          (48) distinct texts and at most the embedding model's `maxBatch` (quotes.ts: every
- *          sentence, list item and table row, and the heading or lead-in line of a list or table);
+ *          sentence, list item and table row, the heading or lead-in line of a list or table,
+ *          and a heading that asks a question);
  *       2. each scored by meaning: its cosine to the question, all of them embedded in ONE
  *          Workers AI call with the site's embedding model (the one retrieval embedded the query
  *          with, recorded in site_index), in the model's `documents` form (contract.ts
@@ -30,11 +31,13 @@
  *       3. the best sentence is quoted, and then, up to `maxPassages` (2) quotes, the best
  *          sentence of another page whose cosine is within `closeCosine` (0.05) of the best's
  *          (by words alone: one with at least the best's overlap, and some);
- *       4. what a sentence quotes (quotes.ts): the sentence itself; for an FAQ's question, the
- *          answer after it; for a list item, a table row, or the heading or lead-in line of a
- *          list or table, the whole list or table (items as "  – " lines under the lead-in, table
- *          rows as "first: second (others)." lines), up to `maxListItems` (12) lines and
- *          `maxListChars` (1,200) characters, with "…" when cut.
+ *       4. what a sentence quotes (quotes.ts): the sentence itself ("Yes." with the next one);
+ *          for a question (an FAQ's), the answer after it; for a list item, a table row, or the
+ *          heading or lead-in line of a list or table, the whole list or table (continued into
+ *          the next passage when that is the rest of its section; items as "  – " lines under
+ *          the lead-in line, table rows as "first: second (others)." lines under the header row
+ *          when there is no lead-in), up to `maxListItems` (12) lines and `maxListChars` (1,200)
+ *          characters, with "…" when cut.
  *
  * The sentences' embedding is a Workers AI call of the answer: it is added to the request's
  * usage meter as kind "answer" (priced with the embedding model), and `done` reports it.

@@ -4,14 +4,17 @@
  *   parts       the passage as paragraphs (their sentences), lists (their items), tables (their
  *               rows, the header row first, each "first: second (others)."), and headings;
  *   candidates  the sentences a quote is chosen from, best passages first: every sentence, list
- *               item and table row, and the heading or the lead-in line ("Our prices:") of a
- *               list or table; at most `limit` distinct texts (what one embedding call takes);
+ *               item and table row, the heading or the lead-in line ("Our prices:") of a list
+ *               or table, and a heading that asks a question (an FAQ chunk starts with it); at
+ *               most `limit` distinct texts (what one embedding call takes);
  *   quoteOf     what a chosen candidate quotes, in the site's own words: a sentence (with the
  *               next ones of its paragraph while it is a full sentence shorter than 20
  *               characters, so "Yes." is not quoted alone); for an FAQ's question, the answer after it; for a list item,
  *               a table row or the line that leads them, the whole list or table, under its
- *               lead-in line, continued into the next passage when retrieval put the rest of
- *               the section there (continuation.ts), up to `maxItems` lines and `maxChars`
+ *               lead-in line (a table without one: under its header row), continued into the
+ *               next passage when retrieval put the rest of the section there (continuation.ts;
+ *               that chunk starts with the section's heading line, and a table's header row
+ *               repeated there is quoted once), up to `maxItems` lines and `maxChars`
  *               characters, "…" when cut.
  */
 import type { Passage } from "../chunks";
