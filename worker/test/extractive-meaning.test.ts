@@ -166,6 +166,26 @@ describe("choosing by meaning", () => {
     expect(answerText(extractiveAnswer("is a quote free", [faq], {}, cosines))).toBe(`${EXTRACTIVE_LABEL}\n• No, quotes are free. [4]`);
   });
 
+  it("quotes the best passage first, and a closer sentence of another page after it", () => {
+    const best = passage(1, "Wisdom teeth removal under IV sedation costs about $2,550.");
+    const other = passage(2, "First aid for a knocked-out tooth: keep it in milk.");
+    const far = passage(3, "Parking is free behind the clinic.");
+    const cosines = new Map([
+      ["Wisdom teeth removal under IV sedation costs about $2,550.", 0.6],
+      ["First aid for a knocked-out tooth: keep it in milk.", 0.7],
+      ["Parking is free behind the clinic.", 0.62],
+    ]);
+    expect(extractiveAnswer("wisdom teeth sedation price", [best, other, far], {}, cosines)).toEqual({
+      kind: "answer",
+      text: `${EXTRACTIVE_LABEL}\n• Wisdom teeth removal under IV sedation costs about $2,550. [1]\n• First aid for a knocked-out tooth: keep it in milk. [2]`,
+      cited: [1, 2],
+    });
+    // A best passage with nothing to quote (an FAQ question without its answer): any passage's closest.
+    const unanswered = passage(1, "Do you take walk-ins?");
+    const plan = extractiveAnswer("walk-ins", [unanswered, far], {}, new Map([["Do you take walk-ins?", 0.9], ["Parking is free behind the clinic.", 0.3]]));
+    expect(plan).toEqual({ kind: "answer", text: `${EXTRACTIVE_LABEL}\n• Parking is free behind the clinic. [3]`, cited: [3] });
+  });
+
   it("adds the best sentence of another page when its cosine is close to the best, not when it is far", () => {
     const a = passage(1, "Blocked drain clearing from $180.");
     const b = passage(2, "Drain camera inspections are $250.");
