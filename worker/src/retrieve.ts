@@ -85,6 +85,8 @@ export interface RetrieveOptions {
   rewriteTimeoutMs: number;
   meter?: UsageMeter; // where every Workers AI call is added (none: not counted)
   budgetReached?: string | null; // set: the daily budget is used up (this says how), no Workers AI call
+  /** Given the query's vector once embedded (the chat's extractive answer compares sentences with it). */
+  onQueryVector?: (model: string, vector: number[]) => void;
 }
 
 /** The rewrite's bound on what the model generates: one line of query. */
@@ -270,7 +272,8 @@ async function vectorMatches(
     counted = true;
   };
   try {
-    return await withTimeout(searchVectors(backends, site, index, inputs, count), options.vectorTimeoutMs);
+    const embedded = (vector: number[]) => options.onQueryVector?.(index.model, vector);
+    return await withTimeout(searchVectors(backends, site, index, inputs, count, embedded), options.vectorTimeoutMs);
   } catch (error) {
     if (error instanceof TimeoutError) count({ inputTokens: inputTokens(inputs), outputTokens: 0 });
     if (error instanceof Degrade) {
@@ -290,6 +293,7 @@ async function searchVectors(
   index: SiteIndex,
   inputs: Record<string, unknown>,
   count: (tokens: Tokens) => void,
+  embedded: (vector: number[]) => void,
 ): Promise<VectorHits> {
   let vector: number[];
   try {
@@ -307,6 +311,7 @@ async function searchVectors(
         `the model returned ${vector.length}; keywords only`,
     );
   }
+  embedded(vector);
   let matches;
   try {
     const result = await backends.vectors.query(vector, {

@@ -10,7 +10,8 @@
  *   query    the visitor's query, embedded (retrieve.ts)
  *   rerank   the reranker (retrieve.ts)
  *   rewrite  the chat model's standalone query, with queryRewrite "llm" (retrieve.ts)
- *   answer   the chat model's answer, every round of it (chat/answer.ts)
+ *   answer   the chat model's answer, every round of it (chat/answer.ts), or the extractive
+ *            answer's sentences, embedded (chat/extractive.ts)
  *
  * The tokens are the ones the model reports (`usage.prompt_tokens`, `usage.completion_tokens`:
  * `reportedTokens`) when it reports them, else an estimate of what it read and wrote,

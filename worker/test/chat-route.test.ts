@@ -490,7 +490,8 @@ describe("every Workers AI call priced", () => {
     await setSettings("acme", { model: "extractive", budget: { dailyNeurons: 0.05 } });
     const first = await ask(DRAIN_QUESTION);
     expect(first.text).toContain("From the site's pages:");
-    expect((await usage()).map((row) => row.kind)).toEqual(["query", "rerank"]);
+    // Retrieval's calls, and the extractive answer's own: its sentences embedded (kind answer).
+    expect((await usage()).map((row) => [row.kind, row.model])).toEqual([["answer", BGE_M3], ["query", BGE_M3], ["rerank", RERANKER]]);
     const second = await ask(DRAIN_QUESTION);
     expect(second.text).toContain("I've reached my limit for answering questions today.");
   });

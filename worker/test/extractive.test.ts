@@ -1,7 +1,8 @@
 /**
- * The extractive answer (src/chat/extractive.ts): the pure decision, table by table, and the chat
- * route answering with it when the chat model is missing (code 5007) or `backend.model` is
- * "extractive", on Miniflare's local D1 with the Acme site seeded.
+ * The extractive answer (src/chat/extractive.ts): the pure decision by words (the fallback when
+ * the sentences cannot be embedded), table by table, and the chat route answering with it when
+ * the chat model is missing (code 5007) or `backend.model` is "extractive", on Miniflare's local
+ * D1 with the Acme site seeded. Choosing by meaning: extractive-meaning.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -11,15 +12,14 @@ import { handleChat } from "../src/chat/route";
 import {
   EXTRACTIVE_LABEL,
   NOT_SURE,
-  bestSentence,
-  coverage,
   extractiveAnswer,
   isModelMissing,
   sentences,
   terms,
 } from "../src/chat/extractive";
+import { estimateTokens, priceNeurons } from "../src/usage";
 import { seedAcme } from "./acme";
-import { FakeVectorize } from "./fakes";
+import { type FakeAi, FakeVectorize } from "./fakes";
 import { FakeChatModel } from "./fake-model";
 
 function passage(n: number, text: string, extra: Partial<Passage> = {}): Passage {
@@ -84,35 +84,46 @@ describe("sentences", () => {
   });
 });
 
-describe("bestSentence and coverage", () => {
+describe("the sentence chosen by words (no embedding)", () => {
   it.each([
-    ["how much is an after-hours call-out?", PRICES, "After-hours call-out: $180 (Evenings and weekends).", 1],
-    ["are your plumbers licensed", FAQ, "Every Acme plumber is licensed with the Victorian Building Authority.", 1],
-    ["do you clear tree roots?", DRAINS, "Tree roots are cut out.", 1],
-    ["do you sell pizza?", DRAINS, "We clear blocked drains with high-pressure jetting.", 0],
-    ["do you repair cars?", FAQ, "Yes.", 0],
-  ])("%s", (question, p, sentence, share) => {
-    expect(bestSentence(terms(question), p)).toBe(sentence);
-    expect(coverage(terms(question), p)).toBe(share);
+    ["how much is an after-hours call-out?", PRICES, "After-hours call-out: $180 (Evenings and weekends)."],
+    ["are your plumbers licensed", FAQ, "Every Acme plumber is licensed with the Victorian Building Authority."],
+    ["do you clear tree roots?", DRAINS, "Tree roots are cut out."],
+    // No word in common: the first statement (retrieval found the passage relevant).
+    ["do you sell pizza?", DRAINS, "We clear blocked drains with high-pressure jetting."],
+    ["do you repair cars?", FAQ, "Yes. Every Acme plumber is licensed with the Victorian Building Authority."],
+  ])("%s", (question, p, sentence) => {
+    const plan = extractiveAnswer(question, [p]);
+    expect(plan.kind).toBe("answer");
+    const text = plan.kind === "answer" ? plan.text : "";
+    // A table row chosen by words quotes its whole table (test/extractive-meaning.test.ts).
+    expect(text.split("\n").some((line) => line.replace(/^\s*[•–]\s*/u, "").replace(/ \[\d+(?:, \d+)*\]$/u, "") === sentence)).toBe(true);
   });
 });
 
 describe("extractiveAnswer", () => {
-  it("quotes the best passages' matching sentences, labelled and cited", () => {
+  it("quotes the best passage's matching line, labelled and cited: a table row with its whole table", () => {
     expect(extractiveAnswer("How much is an after-hours call-out?", [PRICES, FAQ, DRAINS])).toEqual({
       kind: "answer",
-      text: `${EXTRACTIVE_LABEL}\n• After-hours call-out: $180 (Evenings and weekends). [1]`,
+      text:
+        `${EXTRACTIVE_LABEL}\n• Call-out: Fee (When). [1]\n  – Weekdays: $99 (7am to 6pm).\n` +
+        "  – After-hours call-out: $180 (Evenings and weekends).",
       cited: [1],
     });
   });
 
-  it("quotes at most two passages, best first, keeping their numbers", () => {
+  it("quotes at most two passages, from two pages, best first, keeping their numbers", () => {
     const second = passage(7, "Weekend call-outs cost $220; after-hours call-outs on weekdays cost $180.");
-    expect(extractiveAnswer("after-hours call-out price", [second, PRICES, passage(9, "After-hours call-out fees apply.")])).toEqual({
+    const third = passage(9, "After-hours call-out fees apply.");
+    expect(extractiveAnswer("after-hours call-out price", [second, third, PRICES])).toEqual({
       kind: "answer",
-      text: `${EXTRACTIVE_LABEL}\n• Weekend call-outs cost $220; after-hours call-outs on weekdays cost $180. [7]\n• After-hours call-out: $180 (Evenings and weekends). [1]`,
-      cited: [7, 1],
+      text: `${EXTRACTIVE_LABEL}\n• Weekend call-outs cost $220; after-hours call-outs on weekdays cost $180. [7]\n• After-hours call-out fees apply. [9]`,
+      cited: [7, 9],
     });
+    // The same page twice: quoted once.
+    const samePage = { ...third, url: second.url };
+    const plan = extractiveAnswer("after-hours call-out price", [second, samePage]);
+    expect(plan).toEqual({ kind: "answer", text: `${EXTRACTIVE_LABEL}\n• Weekend call-outs cost $220; after-hours call-outs on weekdays cost $180. [7]`, cited: [7] });
   });
 
   it("answers from the facts passage too (its number is cited; Sources leave it out)", () => {
@@ -124,11 +135,16 @@ describe("extractiveAnswer", () => {
   });
 
   it.each([
-    ["do you sell pizza?", [PRICES, FAQ, DRAINS]],
-    ["do you repair cars?", [FAQ, DRAINS]], // "repair" alone is half of the question: below 60 %
-    ["how much is a call-out?", []],
-  ])("offers a callback when no passage covers the question: %s", (question, passages) => {
-    expect(extractiveAnswer(question, passages)).toEqual({ kind: "callback", reason: "unsure", need: question });
+    ["do you sell pizza?", [DRAINS, FAQ], "We clear blocked drains with high-pressure jetting. [3]"],
+    ["do you repair cars?", [FAQ, DRAINS], "Yes. Every Acme plumber is licensed with the Victorian Building Authority. [2]"],
+  ])("answers from whatever passages retrieval judged relevant, words in common or not: %s", (question, passages, line) => {
+    // The relevance check is retrieval's (reranker minScore, or fused-order cosine): a passage
+    // it returned is answered from, by its first statement when no word matches.
+    expect(extractiveAnswer(question, passages)).toEqual({ kind: "answer", text: `${EXTRACTIVE_LABEL}\n• ${line}`, cited: [passages[0]!.n] });
+  });
+
+  it("offers a callback when retrieval found no passage", () => {
+    expect(extractiveAnswer("how much is a call-out?", [])).toEqual({ kind: "callback", reason: "unsure", need: "how much is a call-out?" });
   });
 
   it("treats a callback request as one, whatever the passages", () => {
@@ -140,7 +156,7 @@ describe("extractiveAnswer", () => {
   });
 
   it("says it is not sure, without the offer, when callbacks are off", () => {
-    expect(extractiveAnswer("do you sell pizza?", [DRAINS], { callbackOffered: false })).toEqual({ kind: "unsure", text: "I'm not sure." });
+    expect(extractiveAnswer("do you sell pizza?", [], { callbackOffered: false })).toEqual({ kind: "unsure", text: "I'm not sure." });
     expect(extractiveAnswer("call me back please", [], { callbackOffered: false })).toEqual({ kind: "unsure", text: "I'm not sure." });
   });
 
@@ -207,11 +223,21 @@ describe("the chat route without a chat model", () => {
     model.reply({ fail: "5007: No such model @cf/zai-org/glm-4.7-flash or task" });
     const { text, names, events } = await ask("How much is a blocked drain?");
     expect(model.calls).toHaveLength(1);
-    expect(text).toBe(`${EXTRACTIVE_LABEL}\n• Blocked drain clearing from $180.\n• We clear blocked drains, sinks and toilets with high-pressure water jetting, and find broken pipes with a CCTV drain camera.`);
-    expect(names).toEqual(["delta", "delta", "delta", "sources", "done"]);
+    // FakeAi's vectors are hashed words: the pricing sentence is the closest; the services page's
+    // sentence is not close enough to be quoted as well.
+    expect(text).toBe(`${EXTRACTIVE_LABEL}\n• Blocked drain clearing from $180.`);
+    expect(names).toEqual(["delta", "delta", "sources", "done"]);
     const sources = events.find((e) => e.event === "sources")?.data["sources"] as Array<{ n: number; url: string }>;
-    expect(sources.map((s) => s.n)).toEqual([1, 2]);
-    expect(events.at(-1)?.data).toEqual({ usage: { neurons: 0, inputTokens: 0, outputTokens: 0 }, model: null });
+    expect(sources.map((s) => s.n)).toEqual([1]);
+    // Two calls of the site's embedding model: retrieval's query, then the passages' sentences
+    // alone (the question's vector is retrieval's), whose cost `done` reports.
+    const embeddings = (model.others as FakeAi).callsTo("@cf/baai/bge-m3");
+    expect(embeddings.map((call) => (call.inputs["text"] as string[]).length)).toEqual([1, expect.any(Number)]);
+    const sentencesSent = embeddings[1]!.inputs["text"] as string[];
+    expect(sentencesSent).toContain("Blocked drain clearing from $180.");
+    expect(sentencesSent).not.toContain("How much is a blocked drain?");
+    const tokens = sentencesSent.reduce((sum, sentence) => sum + estimateTokens(sentence), 0);
+    expect(events.at(-1)?.data).toEqual({ usage: { neurons: priceNeurons("@cf/baai/bge-m3", tokens, 0), inputTokens: tokens, outputTokens: 0 }, model: null });
   });
 
   it("answers extractively without calling any model when backend.model is \"extractive\"", async () => {

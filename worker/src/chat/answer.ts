@@ -26,7 +26,7 @@ import { type Tokens, UsageMeter, countQuestion, estimateTokens, recordUsage, ut
 import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, Emit } from "./events";
-import { EXTRACTIVE_MODEL, isModelMissing, streamExtractive } from "./extractive";
+import { EXTRACTIVE_MODEL, isModelMissing, planExtractive, streamExtractive } from "./extractive";
 import { type SavedLead, conversationExcerpt, saveLead } from "./leads";
 import { type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
 import { messagesTokens } from "./prompt";
@@ -82,8 +82,7 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
   const { settings, site } = input;
   const usage = input.usage ?? new UsageMeter();
   if (settings.model === EXTRACTIVE_MODEL) {
-    await record(deps, site, usage);
-    await streamExtractive(deps, input, rawEmit);
+    await answerExtractively(deps, input, usage, rawEmit);
     return;
   }
   const messages = [...input.messages];
@@ -149,11 +148,11 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
       failure = MODEL_FAILED_MESSAGE;
     }
   }
-  await record(deps, site, usage);
   if (extractive) {
-    await streamExtractive(deps, input, rawEmit);
+    await answerExtractively(deps, input, usage, rawEmit);
     return;
   }
+  await record(deps, site, usage);
   const totals = usage.totals("answer");
   try {
     if (failure !== null) await emit({ event: "error", data: { message: failure } });
@@ -161,6 +160,13 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
   } catch (error) {
     console.warn("chat for site %s: the visitor left before the end: %s", site, describe(error));
   }
+}
+
+/** The extractive answer (extractive.ts): planned (its embedding call metered), recorded, sent. */
+async function answerExtractively(deps: AnswerDeps, input: AnswerInput, usage: UsageMeter, emit: Emit): Promise<void> {
+  const plan = await planExtractive(deps, input, usage);
+  await record(deps, input.site, usage);
+  await streamExtractive(deps, input, plan, emit, usage);
 }
 
 async function callModel(

@@ -7,24 +7,63 @@
  * chat model. Nothing has been shown yet in either case (answer.ts checks), so the whole answer
  * comes from here:
  *
- *   - up to `maxPassages` (2) passages that cover at least `minCoverage` (60 %) of the question's
- *     words, best first, each quoted by its sentence that matches the question best (an FAQ's
- *     question stands for the answer after it; the first statement when none matches), under the label "From the site's pages:" and cited as [n], so the
- *     same citation filter and Sources list apply as for a model's answer;
- *   - no such passage: "I'm not sure — can we call you back?" with the callback offer;
  *   - a question that asks for a callback ("please call me back about ..."), as the widget sends
- *     after its callback form: the callback itself.
+ *     after its callback form: the callback itself;
+ *   - no passage: "I'm not sure — can we call you back?" with the callback offer. Retrieval has
+ *     already judged relevance (the reranker's minScore, or select.ts's check in fused order), so
+ *     any passage it returned is answered from;
+ *   - otherwise, under the label "From the site's pages:", each quote cited as [n] (so the same
+ *     citation filter and Sources list apply as for a model's answer):
+ *       1. the candidate sentences of the passages, best passages first, at most `maxCandidates`
+ *          (48) distinct texts and at most the embedding model's `maxBatch` (quotes.ts: every
+ *          sentence, list item and table row, the heading or lead-in line of a list or table,
+ *          and a heading that asks a question);
+ *       2. each scored by meaning: its cosine to the question, all of them embedded in ONE
+ *          Workers AI call with the site's embedding model (the one retrieval embedded the query
+ *          with, recorded in site_index), in the model's `documents` form (contract.ts
+ *          `formInputs`, so a prefix such as "passage: " applies), against retrieval's query
+ *          vector (the model's `queries` form). Without that vector the question is embedded
+ *          too: in the same call when both forms use the same input field, else in a call of its
+ *          own first. The word overlap with the question (stop words left out, light stemming)
+ *          breaks ties. When the call fails, times out (3 s) or answers in another shape, or the
+ *          site has no embedding model, the word overlap alone scores (the earliest sentence on
+ *          a tie: the first statement when no word matches), and the failure is logged;
+ *       3. the first quote is the best passage's closest sentence (retrieval ranked that
+ *          passage first, and its reranker reads the question with the whole passage, which a
+ *          sentence's cosine does not: on the bench question sets this put a right page first
+ *          for 163 answerable questions of 263, the closest sentence of any passage for 154);
+ *          else the closest sentence of any passage. Then, up to `maxPassages` (2) quotes, the
+ *          closest sentence of another page whose cosine is within `closeCosine` (0.05) of the
+ *          closest of all (by words alone: one with at least the most overlap, and some);
+ *       4. what a sentence quotes (quotes.ts): the sentence itself ("Yes." with the next one);
+ *          for a question (an FAQ's), the answer after it; for a list item, a table row, or the
+ *          heading or lead-in line of a list or table, the whole list or table (continued into
+ *          the next passage when that is the rest of its section; items as "  – " lines under
+ *          the lead-in line, table rows as "first: second (others)." lines under the header row
+ *          when there is no lead-in), up to `maxListItems` (12) lines and `maxListChars` (1,200)
+ *          characters, with "…" when cut.
  *
- * `extractiveAnswer` decides (pure); `streamExtractive` sends it as the chat's events, saving the
- * lead when a phone or an email is known (and sending it to the site's lead webhook, webhook.ts).
+ * The sentences' embedding is a Workers AI call of the answer: it is added to the request's
+ * usage meter as kind "answer" (priced with the embedding model), and `done` reports it.
+ *
+ * `extractiveAnswer` decides (pure, given the cosines); `planExtractive` embeds and decides;
+ * `streamExtractive` sends the plan as the chat's events, saving the lead when a phone or an
+ * email is known (and sending it to the site's lead webhook, webhook.ts).
  */
 import type { Passage } from "../chunks";
+import { embeddingModel, formInputs } from "../contract";
+import type { AiRunner } from "../ports";
+import { TimeoutError, withTimeout } from "../timeout";
+import { type Tokens, type UsageMeter, estimateTokens, reportedTokens } from "../usage";
 import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, ChatEvent, Emit } from "./events";
 import { conversationExcerpt, saveLead } from "./leads";
-import type { AnswerDeps, AnswerInput } from "./types";
+import { type Candidate, type Part, type Quote, candidates, parts, quoteLines, quoteOf } from "./quotes";
+import type { AnswerDeps, AnswerInput, QueryEmbedding } from "./types";
 import { notifyLead } from "./webhook";
+
+export { sentences } from "./quotes";
 
 /** `backend.model` value that answers extractively without calling any model. */
 export const EXTRACTIVE_MODEL = "extractive";
@@ -32,16 +71,24 @@ export const EXTRACTIVE_LABEL = "From the site's pages:";
 export const NOT_SURE = "I'm not sure — can we call you back?";
 
 export interface ExtractiveOptions {
-  maxPassages: number; // passages quoted (2)
-  minCoverage: number; // share of the question's words a passage must contain, 0..1 (0.6)
-  maxSentenceChars: number; // a quoted sentence is cut at a word boundary past this (300)
+  maxPassages: number; // quotes, each from another page (2)
+  closeCosine: number; // another page's sentence is quoted within this of the closest cosine (0.05)
+  maxCandidates: number; // sentences scored (and embedded) at most, best passages first (48)
+  maxSentenceChars: number; // a quoted sentence or line is cut at a word boundary past this (300)
+  maxListItems: number; // lines of a list or table quoted (12)
+  maxListChars: number; // characters of a list or table quoted, its lead-in line included (1,200)
+  embedTimeoutMs: number; // the sentences' embedding call (3,000)
   callbackOffered: boolean; // backend.tools.callback
 }
 
 export const DEFAULT_EXTRACTIVE_OPTIONS: Readonly<ExtractiveOptions> = Object.freeze({
   maxPassages: 2,
-  minCoverage: 0.6,
+  closeCosine: 0.05,
+  maxCandidates: 48,
   maxSentenceChars: 300,
+  maxListItems: 12,
+  maxListChars: 1200,
+  embedTimeoutMs: 3000,
   callbackOffered: true,
 });
 
@@ -79,107 +126,92 @@ function stem(word: string): string {
   return word;
 }
 
-/** Plain sentences of a Markdown passage: headings dropped, table rows as "first: rest." lines. */
-export function sentences(markdown: string): string[] {
-  const out: string[] = [];
-  for (const raw of markdown.split(/\r?\n/u)) {
-    let line = raw.trim();
-    if (line === "" || /^#{1,6}\s/u.test(line) || /^\|?\s*:?-{2,}/u.test(line)) continue;
-    if (line.startsWith("|")) {
-      const cells = line.replace(/^\||\|$/gu, "").split("|").map((cell) => inline(cell)).filter((cell) => cell !== "");
-      if (cells.length === 0) continue;
-      const [first, ...rest] = cells;
-      const [second, ...others] = rest;
-      const detail = others.length > 0 ? `${second} (${others.join(", ")})` : second;
-      out.push(detail !== undefined ? `${first}: ${detail}.` : `${first}.`);
-      continue;
-    }
-    line = inline(line.replace(/^(?:[-*+]|\d{1,3}[.)])\s+/u, "").replace(/^>\s?/u, ""));
-    if (line === "") continue;
-    for (const sentence of line.split(/(?<=[.!?])\s+(?=["“‘(]?[\p{Lu}\p{N}$])/u)) {
-      if (sentence.trim() !== "") out.push(sentence.trim());
-    }
-  }
-  return out;
+/** The question's words a sentence holds, twice each; a question (an FAQ's) loses a tie to a statement. */
+function overlap(wanted: ReadonlySet<string>, candidate: Candidate): number {
+  const hits = new Set(terms(candidate.text).filter((term) => wanted.has(term))).size;
+  return hits * 2 - (candidate.asked ? 1 : 0);
 }
 
-/** Markdown inline markup taken out: images, links (their text kept), emphasis, code ticks. */
-function inline(text: string): string {
-  return text
-    .replace(/!\[[^\]]*\]\([^)]*\)/gu, "")
-    .replace(/\[([^\]]*)\]\([^)]*\)/gu, "$1")
-    .replace(/(\*\*|__|\*|`)/gu, "")
-    .replace(/\s+/gu, " ")
-    .trim();
+interface Scored {
+  candidate: Candidate;
+  order: number; // position: best passages first
+  meaning: number | null; // cosine to the question; null when words alone decide
+  words: number; // overlap
 }
 
-function cut(sentence: string, max: number): string {
-  if (sentence.length <= max) return sentence;
-  const head = sentence.slice(0, max);
-  const space = head.lastIndexOf(" ");
-  return `${(space > max / 2 ? head.slice(0, space) : head).replace(/[\s,;:]+$/u, "")}…`;
+function better(a: Scored, b: Scored): number {
+  return (b.meaning ?? 0) - (a.meaning ?? 0) || b.words - a.words || a.order - b.order;
 }
 
-/** Share of the question's terms found in the passage (its title and headings count). */
-export function coverage(questionTerms: readonly string[], passage: Passage): number {
-  const unique = [...new Set(questionTerms)];
-  if (unique.length === 0) return 0;
-  const found = new Set(terms([passage.title, ...passage.headingPath, passage.text].join(" ")));
-  return unique.filter((term) => found.has(term)).length / unique.length;
+function page(passage: Passage | undefined): string {
+  return (passage?.url ?? "").split("#")[0] ?? "";
 }
 
 /**
- * The passage's sentence with most of the question's terms (the earliest on a tie). A sentence
- * that is itself a question (an FAQ's) stands for the statement after it, and loses a tie to a
- * statement. The first statement (else the first sentence) when nothing matches.
+ * What to answer to `question` from `passages` (best first), without a model. `cosines` gives
+ * each candidate sentence's cosine to the question, by its text (only those sentences are then
+ * candidates); null lets the word overlap alone choose.
  */
-export function bestSentence(questionTerms: readonly string[], passage: Passage): string | null {
-  const wanted = new Set(questionTerms);
-  const all = sentences(passage.text);
-  let best: string | null = all.find((sentence) => !sentence.endsWith("?")) ?? all[0] ?? null;
-  let bestHits = 0;
-  for (const [i, sentence] of all.entries()) {
-    const asked = sentence.endsWith("?");
-    // A question (an FAQ's) stands for the answer that follows it.
-    const shown = asked ? all.slice(i + 1).find((next) => !next.endsWith("?")) : sentence;
-    if (shown === undefined) continue;
-    const hits = new Set(terms(sentence).filter((term) => wanted.has(term))).size * 2 - (asked ? 1 : 0);
-    if (hits > bestHits) {
-      best = shown;
-      bestHits = hits;
-    }
-  }
-  return best;
-}
-
-/** What to answer to `question` from `passages` (best first), without a model. */
 export function extractiveAnswer(
   question: string,
   passages: readonly Passage[],
   options: Partial<ExtractiveOptions> = {},
+  cosines: ReadonlyMap<string, number> | null = null,
 ): ExtractivePlan {
   const opts = { ...DEFAULT_EXTRACTIVE_OPTIONS, ...options };
   const need = question.replace(/\s+/gu, " ").trim();
   if (opts.callbackOffered && CALLBACK_REQUEST.test(question)) {
     return { kind: "callback", reason: "asked", need };
   }
-  const wanted = terms(question);
-  const quoted: string[] = [];
-  const cited: number[] = [];
-  for (const passage of passages) {
-    if (cited.length >= opts.maxPassages) break;
-    if (coverage(wanted, passage) < opts.minCoverage) continue;
-    const sentence = bestSentence(wanted, passage);
-    if (sentence === null) continue;
-    const text = cut(sentence, opts.maxSentenceChars);
-    if (quoted.includes(text)) continue;
-    quoted.push(text);
-    cited.push(passage.n);
+  const wanted = new Set(terms(question));
+  const ranked = candidates(passages, opts.maxCandidates)
+    .filter((candidate) => cosines === null || cosines.has(candidate.text))
+    .map((candidate, order): Scored => ({
+      candidate,
+      order,
+      meaning: cosines === null ? null : (cosines.get(candidate.text) ?? null),
+      words: overlap(wanted, candidate),
+    }))
+    .sort(better);
+  const cache = new Map<number, Part[]>();
+  const parsed = (p: number): Part[] => {
+    const known = cache.get(p);
+    if (known !== undefined) return known;
+    const fresh = parts(passages[p]?.text ?? "");
+    cache.set(p, fresh);
+    return fresh;
+  };
+  const limits = { maxSentenceChars: opts.maxSentenceChars, maxItems: opts.maxListItems, maxChars: opts.maxListChars };
+  const quotes: Quote[] = [];
+  const pages = new Set<string>();
+  const take = (scored: Scored): boolean => {
+    const from = page(passages[scored.candidate.passage]);
+    if (pages.has(from)) return false;
+    const quote = quoteOf(passages, parsed, scored.candidate, limits);
+    if (quote === null) return false;
+    const words = JSON.stringify([quote.text, quote.items]);
+    if (quotes.some((other) => JSON.stringify([other.text, other.items]) === words)) return false;
+    quotes.push(quote);
+    pages.add(from);
+    return true;
+  };
+  // The first quote: the best sentence of the best passage (retrieval's order), else of any.
+  const best = [...ranked.filter((s) => s.candidate.passage === 0), ...ranked].find((scored) => take(scored)) ?? null;
+  // Then another page's best sentence, when it is about as close as the closest of all.
+  const top = ranked[0];
+  for (const scored of ranked) {
+    if (best === null || top === undefined || quotes.length >= opts.maxPassages) break;
+    const close = top.meaning !== null && scored.meaning !== null
+      ? scored.meaning >= top.meaning - opts.closeCosine
+      : scored.words > 0 && scored.words >= top.words;
+    if (!close) break; // ranked: no later sentence is closer
+    take(scored);
   }
-  if (cited.length === 0) {
+  if (quotes.length === 0) {
     return opts.callbackOffered ? { kind: "callback", reason: "unsure", need } : { kind: "unsure", text: "I'm not sure." };
   }
-  const lines = quoted.map((text, i) => `• ${text} [${cited[i]}]`);
+  const cited = [...new Set(quotes.flatMap((quote) => quote.cited))];
+  const lines = quotes.flatMap((quote) => quoteLines(quote));
   return { kind: "answer", text: `${EXTRACTIVE_LABEL}\n${lines.join("\n")}`, cited };
 }
 
@@ -189,15 +221,138 @@ export function isModelMissing(error: unknown): boolean {
   return /\b5007\b|no such model/iu.test(text);
 }
 
-/** The extractive answer as the chat's events, ending with `done` (no model: usage zero). */
+function describe(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/** The rows of an embedding answer, `{data: number[][]}`: `count` vectors of one length; throws otherwise. */
+function embeddingRows(output: unknown, count: number): number[][] {
+  const data = (output as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data) || data.length !== count) {
+    throw new Error(`the embedding answer has ${Array.isArray(data) ? data.length : "no"} vectors, ${count} were sent`);
+  }
+  const length = (data[0] as unknown[] | undefined)?.length ?? 0;
+  for (const row of data as unknown[]) {
+    if (!Array.isArray(row) || row.length === 0 || row.length !== length || !row.every((x) => typeof x === "number")) {
+      throw new Error("the embedding answer's vectors are not numbers of one length");
+    }
+  }
+  return data as number[][];
+}
+
+function cosine(a: readonly number[], b: readonly number[]): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += (a[i] ?? 0) * (b[i] ?? 0);
+    na += (a[i] ?? 0) ** 2;
+    nb += (b[i] ?? 0) ** 2;
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}
+
+/** The estimate of an embedding call's input: its texts, characters / 4 each. */
+function sentTokens(inputs: Record<string, string[]>): Tokens {
+  const texts = Object.values(inputs).flat();
+  return { inputTokens: texts.reduce((sum, text) => sum + estimateTokens(text), 0), outputTokens: 0 };
+}
+
+/** How many candidate sentences one embedding call can take beside what else it carries. */
+function sentenceRoom(embedding: QueryEmbedding, maxCandidates: number): number {
+  const known = embeddingModel(embedding.model);
+  const withQuestion = embedding.vector === null && (known === null || known.queries.field === known.documents.field);
+  return Math.max(0, Math.min(maxCandidates, known?.maxBatch ?? maxCandidates) - (withQuestion ? 1 : 0));
+}
+
+/**
+ * Each of `texts`' cosine to the question, with the site's embedding model: `texts` in its
+ * documents form, in one call, against `embedding.vector` (the question in its queries form),
+ * or with the question embedded too when there is no vector. Throws when a call fails.
+ */
+export async function sentenceCosines(
+  ai: AiRunner,
+  embedding: QueryEmbedding,
+  question: string,
+  texts: readonly string[],
+  usage: UsageMeter,
+  timeoutMs: number = DEFAULT_EXTRACTIVE_OPTIONS.embedTimeoutMs,
+): Promise<Map<string, number>> {
+  const { model } = embedding;
+  const known = embeddingModel(model);
+  const plain = { field: "text", prefix: "" }; // a model the contract does not know: as embedding.ts
+  const documents = known?.documents ?? plain;
+  const queries = known?.queries ?? plain;
+  const run = async (inputs: Record<string, string[]>, count: number): Promise<number[][]> => {
+    const output = await withTimeout(ai.run(model, inputs), timeoutMs).catch((error: unknown) => {
+      if (error instanceof TimeoutError) usage.add("answer", model, sentTokens(inputs));
+      throw error;
+    });
+    usage.add("answer", model, reportedTokens(output) ?? sentTokens(inputs));
+    return embeddingRows(output, count);
+  };
+  let query = embedding.vector;
+  let inputs = formInputs(documents, texts);
+  if (query === null && queries.field === documents.field) {
+    // One call: the question first, in its own form, then the sentences.
+    inputs = { [documents.field]: [...(formInputs(queries, [question])[queries.field] ?? []), ...(inputs[documents.field] ?? [])] };
+  } else if (query === null) {
+    // The forms go in different fields (qwen3-embedding: `queries`, `documents`): a call each.
+    query = (await run(formInputs(queries, [question]), 1))[0] ?? null;
+  }
+  const rows = await run(inputs, (inputs[documents.field] ?? []).length);
+  if (query === null) query = rows.shift() ?? null;
+  if (query === null || rows.some((row) => row.length !== query.length)) {
+    throw new Error(`the sentences' vectors and the question's differ in length`);
+  }
+  return new Map(texts.map((text, i) => [text, cosine(rows[i] ?? [], query)]));
+}
+
+/**
+ * The plan for the request's last message: its passages' sentences embedded and scored by
+ * meaning when the site has an embedding model (`input.queryEmbedding`), by words otherwise or
+ * when the embedding fails (logged). Never throws for a Workers AI failure.
+ */
+export async function planExtractive(
+  deps: Pick<AnswerDeps, "ai">,
+  input: Pick<AnswerInput, "site" | "settings" | "request" | "passages" | "queryEmbedding">,
+  usage: UsageMeter,
+  options: Partial<ExtractiveOptions> = {},
+): Promise<ExtractivePlan> {
+  const opts = { ...DEFAULT_EXTRACTIVE_OPTIONS, callbackOffered: input.settings.tools.callback, ...options };
+  const question = input.request.messages[input.request.messages.length - 1]?.content ?? "";
+  const embedding = input.queryEmbedding ?? null;
+  if (embedding === null || input.passages.length === 0 || (opts.callbackOffered && CALLBACK_REQUEST.test(question))) {
+    return extractiveAnswer(question, input.passages, opts, null);
+  }
+  const texts = [...new Set(candidates(input.passages, sentenceRoom(embedding, opts.maxCandidates)).map((c) => c.text))];
+  let cosines: Map<string, number> | null = null;
+  if (texts.length > 0) {
+    try {
+      cosines = await sentenceCosines(deps.ai, embedding, question, texts, usage, opts.embedTimeoutMs);
+    } catch (error) {
+      console.warn(
+        "extractive answer for site %s: the sentences could not be embedded with %s, choosing by words: %s",
+        input.site, embedding.model, describe(error),
+      );
+    }
+  }
+  return extractiveAnswer(question, input.passages, opts, cosines);
+}
+
+/**
+ * The extractive plan as the chat's events, ending with `done` (no chat model: `model` null, and
+ * the usage of the answer's own Workers AI calls in `usage`, the sentences' embedding).
+ */
 export async function streamExtractive(
   deps: AnswerDeps,
   input: Pick<AnswerInput, "site" | "settings" | "facts" | "request" | "passages">,
+  plan: ExtractivePlan,
   emit: Emit,
+  usage?: UsageMeter,
 ): Promise<void> {
   const { site, settings, facts, request } = input;
-  const question = request.messages[request.messages.length - 1]?.content ?? "";
-  const plan = extractiveAnswer(question, input.passages, { callbackOffered: settings.tools.callback });
   const events: ChatEvent[] = [];
   const team = facts.name ? `the team at ${facts.name}` : "the team";
   let cited: number[] = [];
@@ -246,7 +401,8 @@ export async function streamExtractive(
     if (callback !== null) events.push({ event: "callback", data: callback });
   }
   events.push({ event: "sources", data: { sources: citedSources(cited, input.passages) } });
-  events.push({ event: "done", data: { usage: { neurons: 0, inputTokens: 0, outputTokens: 0 }, model: null } });
+  const spent = usage?.totals("answer") ?? { neurons: 0, inputTokens: 0, outputTokens: 0 };
+  events.push({ event: "done", data: { usage: spent, model: null } });
   try {
     for (const event of events) await emit(event);
   } catch (error) {

@@ -14,7 +14,8 @@
  *      a question that found no passage is recorded as a knowledge gap (gaps.ts), in the
  *      background;
  *   7. the prompt (prompt.ts) and the streamed answer (answer.ts), which adds the Workers AI
- *      calls of the whole request (retrieval's and its own) to usage_daily.
+ *      calls of the whole request (retrieval's and its own) to usage_daily; retrieval's query
+ *      vector goes with it, for the extractive answer (extractive.ts) to compare sentences with.
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
@@ -32,6 +33,7 @@ import { isGap, recordGap } from "./gaps";
 import { buildPrompt } from "./prompt";
 import { parseChatRequest } from "./request";
 import { toolDefinitions } from "./tools";
+import type { QueryEmbedding } from "./types";
 import { DEFAULT_DELIVERY, type DeliveryOptions } from "./webhook";
 
 export interface ChatDeps {
@@ -106,9 +108,14 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
   const history = chat.messages.slice(0, -1);
   const question = chat.messages[chat.messages.length - 1]?.content ?? "";
   const meter = new UsageMeter();
+  // The query's vector, for the extractive answer to compare its sentences with.
+  let queryEmbedding = null as QueryEmbedding | null;
+  const onQueryVector = (model: string, vector: number[]) => {
+    queryEmbedding = { model, vector };
+  };
   let retrieved: SearchResult;
   try {
-    retrieved = await retrieve(deps.backends, { site, query: question, history, limit: null }, { ...DEFAULT_RETRIEVE_OPTIONS, meter });
+    retrieved = await retrieve(deps.backends, { site, query: question, history, limit: null }, { ...DEFAULT_RETRIEVE_OPTIONS, meter, onQueryVector });
   } catch (error) {
     // What retrieval used before it failed is still spent (the answer records it otherwise).
     await recordUsage(db, site, utcDay(deps.now()), meter.entries()).catch((failure: unknown) =>
@@ -147,7 +154,7 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
   return stream(cors, (emit) =>
     streamAnswer(
       answerDeps,
-      { site, settings, facts, request: chat, messages: prompt.messages, passages: prompt.passages, tools, usage: meter },
+      { site, settings, facts, request: chat, messages: prompt.messages, passages: prompt.passages, tools, usage: meter, queryEmbedding },
       emit,
     ),
   );

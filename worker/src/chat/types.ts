@@ -5,7 +5,8 @@
  *   AnswerDeps   what answering runs on: D1, Workers AI, the clock, background work (the lead
  *                webhook through `waitUntil`) and how the webhook is called
  *   AnswerInput  one answer's site, settings, business details, request, prompt, passages and
- *                tools, and the usage of the Workers AI calls made for it so far (retrieval's)
+ *                tools, the usage of the Workers AI calls made for it so far (retrieval's), and
+ *                the query's embedding when retrieval made one (the extractive answer's)
  *
  * route.ts builds both for each chat request. Types only.
  */
@@ -27,6 +28,12 @@ export interface AnswerDeps {
   delivery: DeliveryOptions; // how the lead webhook is called (webhook.ts)
 }
 
+/** The site's embedding model, and the query's vector in that model's queries form (null: none). */
+export interface QueryEmbedding {
+  model: string;
+  vector: number[] | null;
+}
+
 export interface AnswerInput {
   site: string;
   settings: ChatSettings;
@@ -37,4 +44,10 @@ export interface AnswerInput {
   tools: ToolDefinition[];
   /** Retrieval's calls; the answer's are added, and all of it goes to usage_daily at the end. */
   usage?: UsageMeter;
+  /**
+   * Retrieval's query embedding, which the extractive answer compares its sentences with
+   * (extractive.ts); left out when retrieval embedded nothing (no vectors for the site, or the
+   * embedding failed): the extractive answer then chooses by words.
+   */
+  queryEmbedding?: QueryEmbedding | null;
 }
