@@ -39,7 +39,7 @@ class Page:
     category: str = "other"  # one of web/categories.CATEGORIES
     ticked: bool = True  # learned from (True) or only listed (False)
     tick_reason: str = ""  # why unticked, or why ticked against the default ("include glob ...")
-    source: str = ""  # how it was found: "home", "link", "sitemap", "start"
+    source: str = ""  # how it was found: "home", "link", "sitemap", "start", "script" (navigation code)
     status: str = "fetched"  # one of PAGE_STATUSES
     reason: str = ""  # why blocked/gone/failed/skipped/empty, one line
     http_status: int | None = None  # final HTTP status, None when nothing was received

@@ -177,6 +177,12 @@ HELPPUFF_MAX_PAGES = 300
 HELPPUFF_ALLOW_PRIVATE_ADDRESSES: bool | str = False
 # Follow same-site links found on fetched pages (not only the home page's) up to max_pages.
 HELPPUFF_FOLLOW_LINKS = True
+# Script files of the site (same site, robots.txt honoured) read for the pages they open
+# (location.href = '...'): at most this many a crawl, 0 for none. The home page's are read during
+# discovery, within its fetch budget; another page's only when it has fewer than
+# HELPPUFF_SCRIPT_LINKS_FEW_LINKS links to the site. Inline scripts and handlers are always read.
+HELPPUFF_SCRIPT_LINKS_MAX_FETCHES = 10
+HELPPUFF_SCRIPT_LINKS_FEW_LINKS = 5
 # Cap on a robots.txt Crawl-delay / Request-rate we honour, in seconds.
 HELPPUFF_ROBOTS_MAX_CRAWL_DELAY = 30.0
 # JS rendering: "auto" (thin main content that its scripts can have built), "always" or "never".

@@ -24,7 +24,8 @@ def test_arguments_become_spider_priority_settings() -> None:
     assert settings["DOWNLOAD_HANDLERS"] == {}  # never render: no browser handler
     assert spider.config == CrawlConfig(max_pages=20, render_js="never", render_min_text=300, render_min_scripts=2,
                                         include=("**/menu",), exclude=("**/old/**", "**/tag/**"), follow_links=True,
-                                        max_discovery_fetches=50, max_sitemaps=25, max_sitemap_urls=1000, sample_size=5)
+                                        max_discovery_fetches=50, max_sitemaps=25, max_sitemap_urls=1000, sample_size=5,
+                                        script_fetches=10, script_few_links=5)
 
 
 def test_discovery_alone_records_nothing() -> None:
@@ -51,6 +52,7 @@ def test_bad_arguments_name_the_argument(arguments: dict[str, Any], message: str
     ({"HELPPUFF_MAX_PAGES": 0}, "HELPPUFF_MAX_PAGES must be between 1 and 1000"),
     ({"HELPPUFF_RENDER_JS": "maybe"}, "HELPPUFF_RENDER_JS must be one of"),
     ({"HELPPUFF_DISCOVERY_MAX_FETCHES": 1}, "HELPPUFF_DISCOVERY_MAX_FETCHES must be >= 2"),
+    ({"HELPPUFF_SCRIPT_LINKS_MAX_FETCHES": -1}, "HELPPUFF_SCRIPT_LINKS_MAX_FETCHES must be >= 0"),
 ])
 def test_bad_settings_name_the_setting(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -45,6 +45,42 @@ ROOTS = [
         "<main><h1>Next story</h1><p>Text of the next story, which is a little longer.</p></main></body>",
         "main", "# First story\n\nText of the first story.", id="first-main",
     ),
+    pytest.param(
+        # a location page's address, phone and hours are <article> boxes beside a longer note: all are content
+        "<body><section class='map-title'>Flushing</section><div class='map-details'>"
+        "<article><span>136-29 Roosevelt Ave, Flushing, NY</span></article>"
+        "<article><span>Tel: (718) 353-0832</span></article><article><span>Monday to Sunday: 6 AM - 6 PM</span>"
+        "</article><article>*Hours may be subject to change due to weather, holidays, or unforeseen events. "
+        "We thank you for your understanding.</article></div></body>",
+        "body", "Flushing\n\n136-29 Roosevelt Ave, Flushing, NY\n\nTel: (718) 353-0832\n\n"
+        "Monday to Sunday: 6 AM - 6 PM\n\n*Hours may be subject to change due to weather, holidays, or "
+        "unforeseen events. We thank you for your understanding.", id="article-boxes-are-all-content",
+    ),
+    pytest.param(
+        # two stories in two sections, their headings outside the <article>s: both stay, and the headings
+        "<body><section><h2>About us</h2><article>We bake buns and tarts every morning in Flushing.</article>"
+        "</section><section><h2>Our history</h2><article>Opened by the Tu family in 1998 on Roosevelt Ave.</article>"
+        "</section></body>",
+        "body", "## About us\n\nWe bake buns and tarts every morning in Flushing.\n\n## Our history\n\n"
+        "Opened by the Tu family in 1998 on Roosevelt Ave.", id="articles-in-sections",
+    ),
+    pytest.param(
+        # one <article> without a heading that holds most of the text is still the page's content
+        "<body><div>Menu stuff</div><article><p>" + "The story goes on and on. " * 4 + "</p></article></body>",
+        "article", ("The story goes on and on. " * 4).strip(), id="article-without-heading-most-text",
+    ),
+    pytest.param(
+        # ... but not when another headingless box beside it is content too
+        "<body><article><p>" + "The story goes on and on. " * 4 + "</p></article><article>Tel: 5550100</article>"
+        "</body>",
+        "body", ("The story goes on and on. " * 4).strip() + "\n\nTel: 5550100", id="one-box-of-two",
+    ),
+    pytest.param(
+        # a page of teasers with headings: the first substantial one is the root, as before
+        "<body><div>Latest posts from the blog</div><article><h2>Spring menu</h2><p>New tarts and a longer list "
+        "of buns.</p></article><article><h2>Holiday hours</h2><p>Closed on the first.</p></article></body>",
+        "article", "## Spring menu\n\nNew tarts and a longer list of buns.", id="teasers-with-headings",
+    ),
 ]
 
 

@@ -9,7 +9,11 @@ makes the robots middleware read robots.txt; its Sitemap: lines arrive through t
 `robots_parsed` signal), then the sitemaps (robots.txt's, else the usual paths). Candidates come
 from the home page's links and the sitemaps, normalised, deduplicated and filtered; each gets a
 category and a tick decision. Ticked pages are fetched (up to max_pages, the home page among
-them), and links found on fetched pages join the candidates. Exactly one `Page` item is yielded
+them), and links found on fetched pages join the candidates. So do the pages a page's own navigation
+code plainly opens (`location.href = '...'`, web/scriptlinks.py; source "script"): from its inline
+scripts and handlers always, and from the site's own script files it loads (each read once, robots.txt
+honoured, at most HELPPUFF_SCRIPT_LINKS_MAX_FETCHES a crawl) for the home page, during discovery and
+within its fetch budget, and for pages with fewer than HELPPUFF_SCRIPT_LINKS_FEW_LINKS links to the site. Exactly one `Page` item is yielded
 per candidate, fetched or not, so the store records every page with its status and reason.
 
 A page's canonical link (`<link rel="canonical">`) to another page of the site is honoured as a
@@ -18,6 +22,7 @@ learned under its URL (`_canonical_in_place`). A canonical link to another site,
 to a URL the site's rules keep out (tick rules, globs, robots.txt) is ignored.
 
 Stats: helppuff/discovery/{fetches,candidates,sitemaps,sitemap_urls}, helppuff/discovery/skipped/<why>,
+helppuff/discovery/scripts/{read,unusable}, helppuff/discovery/scripts/{failed,skipped}/<why>,
 helppuff/discovery/dropped/<why>, helppuff/pages/<status>, helppuff/render/{requests,needed},
 helppuff/canonical/honoured, helppuff/canonical/ignored/<why>.
 """
@@ -47,6 +52,7 @@ from helppuff_crawl.items import Page
 from helppuff_crawl.middlewares.guard import OFFSITE, AddressRefused, OffsiteRedirect
 from helppuff_crawl.web.categories import TickDecision, categorize, decide_tick
 from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, render_reason
+from helppuff_crawl.web.scriptlinks import navigation_urls, page_code, script_sources
 from helppuff_crawl.web.sitemaps import DEFAULT_SITEMAP_PATHS, SitemapWalk
 from helppuff_crawl.web.urls import (
     normalize_url,
@@ -157,6 +163,8 @@ class CrawlConfig:
     max_sitemaps: int
     max_sitemap_urls: int
     sample_size: int
+    script_fetches: int
+    script_few_links: int
 
     @classmethod
     def from_settings(cls, settings: Any) -> CrawlConfig:
@@ -170,6 +178,9 @@ class CrawlConfig:
         fetches = settings.getint("HELPPUFF_DISCOVERY_MAX_FETCHES")
         if fetches < 2:
             raise ValueError(f"HELPPUFF_DISCOVERY_MAX_FETCHES must be >= 2, got {fetches}")
+        script_fetches = settings.getint("HELPPUFF_SCRIPT_LINKS_MAX_FETCHES")
+        if script_fetches < 0:
+            raise ValueError(f"HELPPUFF_SCRIPT_LINKS_MAX_FETCHES must be >= 0, got {script_fetches}")
         return cls(
             max_pages=max_pages,
             render_js=render,
@@ -182,6 +193,8 @@ class CrawlConfig:
             max_sitemaps=settings.getint("HELPPUFF_SITEMAP_MAX_SITEMAPS"),
             max_sitemap_urls=settings.getint("HELPPUFF_SITEMAP_MAX_URLS"),
             sample_size=settings.getint("HELPPUFF_BOILERPLATE_SAMPLE"),
+            script_fetches=script_fetches,
+            script_few_links=settings.getint("HELPPUFF_SCRIPT_LINKS_FEW_LINKS"),
         )
 
 
@@ -196,6 +209,7 @@ class SiteSpider(scrapy.Spider):
         self._seen: set[str] = set()
         self._scheduled = 0
         self._robots: dict[str, Any] = {}
+        self._scripts: set[str] = set()  # script files asked for (each once per crawl)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -269,9 +283,13 @@ class SiteSpider(scrapy.Spider):
         candidates: list[tuple[str, str, str]] = []  # (url, source, title hint)
         if home_response is not None:
             candidates.extend((url, "home", text) for url, text in self._links(home_response))
+            candidates.extend((url, "script", "") for url in self._code_links(home_response))
 
         walk_urls, fetches = await self._walk_sitemaps(home_url, fetches)
         candidates.extend((url, "sitemap", "") for url in walk_urls)
+        if home_response is not None:
+            script_urls, fetches = await self._home_script_links(home_response, fetches)
+            candidates.extend((url, "script", "") for url in script_urls)
         self._stat("discovery/fetches", fetches)
 
         # The home page itself: learned from its discovery response, never fetched twice.
@@ -342,6 +360,74 @@ class SiteSpider(scrapy.Spider):
             href = anchor.attrib.get("href", "")
             text = " ".join(" ".join(anchor.xpath(".//text()").getall()).split())
             yield response.urljoin(href.strip()), text[:120]
+
+    # --- links in the page's own navigation code (web/scriptlinks.py) ------------------------
+
+    def _code_links(self, response: Response) -> list[str]:
+        """URLs the page's inline scripts, handlers and javascript: hrefs plainly navigate to."""
+        if not isinstance(response, HtmlResponse):
+            return []
+        base = get_base_url(response)
+        return [url for code in page_code(response) for url in navigation_urls(code, base)]
+
+    def _scripts_to_fetch(self, response: Response) -> list[str]:
+        """The page's own script files not asked for yet, within HELPPUFF_SCRIPT_LINKS_MAX_FETCHES a crawl."""
+        if not isinstance(response, HtmlResponse):
+            return []
+        wanted = []
+        for url in script_sources(response, get_base_url(response)):
+            if url in self._scripts or not same_site(url, self.start_url):
+                continue
+            if len(self._scripts) >= self.config.script_fetches:
+                self._stat("discovery/scripts/skipped/budget")
+                break
+            self._scripts.add(url)
+            wanted.append(url)
+        return wanted
+
+    def _script_request(self, url: str, page_url: str) -> Request:
+        # Not a candidate page: no Page item is recorded for it, whatever its fate.
+        return Request(url, callback=self.parse_script, errback=self.script_failed, dont_filter=True,
+                       meta={"helppuff_script_page": page_url}, priority=-1)
+
+    async def _home_script_links(self, home: Response, fetches: int) -> tuple[list[str], int]:
+        """The home page's own script files, fetched within the discovery budget, and their navigation."""
+        urls: list[str] = []
+        for script_url in self._scripts_to_fetch(home):
+            if fetches >= self.config.max_discovery_fetches:
+                self._stat("discovery/scripts/skipped/budget")
+                break
+            fetches += 1
+            try:
+                response = await self.crawler.engine.download_async(self._script_request(script_url, home.url))
+            except Exception as exc:  # robots.txt, the guard, a timeout: the script is not read, nothing else
+                self._script_not_read(script_url, exc)
+                continue
+            urls.extend(self._script_urls(response, home.url))
+        return urls, fetches
+
+    def _script_urls(self, response: Response, page_url: str) -> list[str]:
+        """The URLs a fetched script file plainly navigates to, resolved against the page that runs it."""
+        if response.status != 200 or not isinstance(response, TextResponse) or isinstance(response, HtmlResponse):
+            # An HTML answer is a host's 404 or fallback page, not the script.
+            self._stat("discovery/scripts/unusable")
+            return []
+        self._stat("discovery/scripts/read")
+        return navigation_urls(response.text, page_url)
+
+    def _script_not_read(self, url: str, exc: BaseException) -> None:
+        self._stat(f"discovery/scripts/failed/{_stat_slug(str(exc) or type(exc).__name__)}")
+        logger.debug("Script %s not read: %s", url, exc, extra={"spider": self})
+
+    def parse_script(self, response: Response) -> Iterator[Any]:
+        page_url = response.meta.get("helppuff_script_page", response.url)
+        for url in self._script_urls(response, page_url):
+            result = self._admit(url, "script", "")
+            if result is not None:
+                yield result
+
+    def script_failed(self, failure: Failure) -> None:
+        self._script_not_read(failure.request.url, failure.value)  # type: ignore[attr-defined]
 
     def _admit(self, raw_url: str, source: str, hint: str) -> Page | Request | None:
         """Decide what a found URL becomes: a request, an unticked/skipped page, or nothing."""
@@ -486,10 +572,18 @@ class SiteSpider(scrapy.Spider):
             yield in_place
         yield page
         if follow and page.status == "fetched" and self.config.follow_links and isinstance(response, HtmlResponse):
-            for url, text in self._links(response):
-                result = self._admit(url, "link", text)
+            links = list(self._links(response))
+            found = [(url, "link", text) for url, text in links]
+            found.extend((url, "script", "") for url in self._code_links(response))
+            for url, source, text in found:
+                result = self._admit(url, source, text)
                 if result is not None:
                     yield result
+            # A page with few links to the site may be opened from its scripts: read its own script files.
+            on_site = {u for u, _ in links if (n := normalize_url(u)) and same_site(n, self.start_url)}
+            if len(on_site) < self.config.script_few_links:
+                for script_url in self._scripts_to_fetch(response):
+                    yield self._script_request(script_url, response.url)
 
     def _canonical_in_place(self, page: Page, response: Response) -> Page | None:
         """Honour the page's canonical link, as a redirect is honoured (parse_page): when it names another

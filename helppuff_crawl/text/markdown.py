@@ -13,7 +13,9 @@ Pure: str/bytes in, `Extracted` out; no Scrapy import. `extract(html, url)` does
    banner-named element holding more than half the page's text is a whole-page wrapper and stays.
    Tables used for layout are unwrapped into plain blocks.
 3. Choose the root (`main_content`): the first <main>, else [role=main], else <article>, holding
-   at least a quarter of the cleaned page's text; else the cleaned <body>. The method says which.
+   at least a quarter of the cleaned page's text (an <article> also needs a heading of its own, or
+   two thirds of the text and no other headingless <article>: one box of several, an address beside
+   the hours, is not the page); else the cleaned <body>. The method says which.
 4. Prune the root with trafilatura's verdict (pruning.py): on article-like pages the blocks
    trafilatura left out go (related links, bylines, share bars, comments), while the page's own
    order, markup and structure stay; landing pages are kept whole. The method gains
@@ -98,6 +100,8 @@ _FURNITURE_CANDIDATES = etree.XPath(
     "|.//*[@role or @aria-modal or @hidden or @aria-hidden or @style]"
 )
 _SUBSTANTIAL_SHARE = 0.25  # a semantic container is the root when it holds this share of the text
+_WHOLE_ARTICLE_SHARE = 2 / 3  # ...and an <article> without a heading of its own only with this share
+_HEADINGS = etree.XPath(".//h1|.//h2|.//h3|.//h4|.//h5|.//h6")
 
 
 def extract(html: str | bytes, url: str = "", *, drop_blocks: frozenset[str] = frozenset()) -> Extracted:
@@ -138,9 +142,31 @@ def main_content(
         # The first substantial one: a page of stories repeats <main>/<article> for those after it.
         for candidate in body.xpath(xpath):
             size = text_length(candidate)
-            if size and size >= _SUBSTANTIAL_SHARE * total:
+            if not size or size < _SUBSTANTIAL_SHARE * total:
+                continue
+            if method != "article" or _whole_article(candidate, size, total):
                 return candidate, method
     return body, "body"
+
+
+def _whole_article(article: lxml.html.HtmlElement, size: int, total: int) -> bool:
+    """An <article> is the page's content when it has a heading of its own, or is the one <article>
+    without a heading and holds most of the page's text.
+
+    Small-business pages use <article> as a styled text box: a location page's address, phone and hours
+    are three <article>s beside a fourth with a weather note, an about page's two stories sit in two
+    sections under headings outside them, a home page's one <article> is a sentence under "Visit Our
+    Store!". Any of those as the root would keep one box and lose the rest; the body keeps them all.
+    A news story (its headline inside it, or most of the text) stays the root, as do teasers with headings.
+    """
+    if _HEADINGS(article):
+        return True
+    if size < _WHOLE_ARTICLE_SHARE * total:
+        return False
+    inside = set(article.iter("article"))
+    inside.update(article.iterancestors("article"))
+    return not any(other not in inside and text_length(other) and not _HEADINGS(other)
+                   for other in article.getroottree().iter("article"))
 
 
 def clean_document(doc: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
