@@ -87,6 +87,8 @@ ITEM_PIPELINES = {
 # The run row in D1, and the knowledge base the pipelines record into.
 EXTENSIONS = {
     "helppuff_crawl.extensions.run.CrawlRun": 0,
+    # CPU per stage in the stats, only when HELPPUFF_PROFILE_STAGES is on (bench/pipeline.py).
+    "helppuff_crawl.extensions.profile.StageProfile": 10,
 }
 
 # --- HelpPuff: what to crawl (the spider sets these from its arguments) ----------------------
@@ -161,6 +163,9 @@ HELPPUFF_STORE_ENABLED = True
 # production bottleneck (Cloudflare allows 1,200 requests per 5 minutes).
 HELPPUFF_STORE_BATCH_PAGES = 20
 HELPPUFF_STORE_LINGER = 1.0
+# CPU per stage (fetch, extract, chunk, embed, write, other) in the stats (extensions/profile.py);
+# off: nothing is timed.
+HELPPUFF_PROFILE_STAGES = False
 
 # --- HelpPuff: how to crawl -----------------------------------------------------------------
 
