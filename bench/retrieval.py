@@ -22,9 +22,11 @@
    accept requests without an Origin, `allowNoOrigin`), with `mode` "hybrid"
    (the Worker's pipeline), "keywords" (FTS5 BM25 alone) and "vectors" (Vectorize alone); the
    rest of the pipeline (intent boost, reranker, selection) is the same for all three. Locally the
-   reranker is absent (the local cloud has no @cf/baai/bge-reranker-base), so every answer is in
-   fused order, and in fused order a vector match counts only at a cosine of at least
-   worker/src/select.ts fusedMinCosine(model) (models.json). Prints, per site and over all
+   reranker is the local cloud's relevance model (@local/e5-relevance,
+   helppuff_crawl/local/relevance.py), which reads every chunk before the questions are asked, and
+   `minScore` applies as in production; where it fails or is too slow, the answer is in fused
+   order, where a vector match counts only at a cosine of at least worker/src/select.ts
+   fusedMinCosine(model) (models.json). Prints, per site and over all
    questions, hit@1, hit@4 and MRR (over up to 20 passages), the answerable questions that got a
    passage and the unanswerable ones (nothing on the site answers them) that got none, side by
    side, and, to show what the cosine cut does, the same for Vectorize's own order (the local
@@ -391,7 +393,7 @@ def _label(mode: str) -> str:
 
 def print_overall(model: str, measured: Measured, chat: bool) -> None:
     total = measured.overall["hybrid"].asked
-    print(f"\n{model}, all sites: {total} questions, {LIMIT} passages asked for, fused order "
+    print(f"\n{model}, all sites: {total} questions, {LIMIT} passages asked for "
           f"(degraded stages seen: {', '.join(sorted(measured.degraded)) or 'none'})")
     print(header())
     for mode in (*MODES, "raw"):
@@ -516,10 +518,16 @@ def measure_model(model: str, sites: list[tuple[QuestionSet, str]], data_dir: Pa
     measured = Measured()
     not_sure = None if args.no_chat else not_sure_text()
     port = next(p for p in range(18787, 18887) if port_is_free(p))
-    with DevServer(DevOptions(data_dir=data_dir, port=port), output=lambda line: None) as dev:
+    with DevServer(DevOptions(data_dir=data_dir, port=port, warm_relevance=False), output=lambda line: None) as dev:
         dev.wait_ready()
         counts = ", ".join(f"{q.site} {chunk_count(dev, q.site)}" for q, _ in sites)
         print(f"Worker {dev.worker_url} on the local cloud {dev.cloud_url}; chunks crawled: {counts}")
+        # The local relevance model reads every chunk first, as `helppuff serve` has it do in the
+        # background, so that its answers come within the Worker's reranker timeout: this measures
+        # a served site, not the first minutes after a start.
+        started = time.perf_counter()
+        warmed = dev.warm_relevance(batch=32)
+        print(f"(the local relevance model read {warmed} chunks in {time.perf_counter() - started:.0f} s)")
         with httpx.Client(timeout=120.0, trust_env=False) as client:
             for qset, url in sites:
                 measure_set(client, dev, model, qset, url, not_sure, measured)

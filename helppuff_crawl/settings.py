@@ -131,7 +131,7 @@ HELPPUFF_VECTORIZE_WAIT = 60.0
 # The local cloud's Vectorize applies each write this many seconds after accepting it, in order, as
 # Cloudflare's does within seconds (0: at once; only for tests that need instant visibility).
 HELPPUFF_LOCAL_VECTORIZE_DELAY = 1.0
-# Embedding model: "" = @cf/baai/bge-m3 on Cloudflare, @local/all-minilm-l6-v2 in the local cloud.
+# Embedding model: "" = @cf/baai/bge-m3 on Cloudflare, @local/multilingual-e5-small in the local cloud.
 HELPPUFF_EMBED_MODEL = os.environ.get("HELPPUFF_EMBED_MODEL", "")
 # Texts per embedding call (batches are filled across pages): 0 = the model's maxBatch in models.json
 # (bge-m3 takes 100, the local model 32), else at most that.

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from helppuff_crawl.local.devserver import RELEVANCE_READY
+
 ROOT = Path(__file__).resolve().parent.parent
 HELPPUFF = str(Path(sys.executable).parent / "helppuff")
 READY_ATTEMPTS = 480  # each waits up to 0.5 s on the serve process itself
@@ -57,7 +59,9 @@ def serving(data_dir: Path, env: dict[str, str], logs_dir: Path, port: int) -> I
     served = Served(process, out, err)
     try:
         for _ in range(READY_ATTEMPTS):
-            if "Ready." in out.read_text():
+            # Ready, and the local relevance model has read the chunks (so no answer waits on it);
+            # that line comes with wrangler's own, on stderr.
+            if "Ready." in out.read_text() and RELEVANCE_READY in err.read_text():
                 break
             try:
                 process.wait(timeout=0.5)

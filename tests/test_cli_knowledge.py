@@ -20,7 +20,7 @@ def test_setup_is_idempotent_on_the_local_cloud(tmp_path: Path) -> None:
     second = json.loads(run_helppuff(tmp_path, "cloudflare", "setup", "--site", "acme", "--json").stdout)
     assert first["index_created"] is True and second["index_created"] is False
     assert second["migrations"] == []
-    assert (first["model"], first["dimensions"], first["namespace"]) == ("@local/all-minilm-l6-v2", 384, "acme")
+    assert (first["model"], first["dimensions"], first["namespace"]) == ("@local/multilingual-e5-small", 384, "acme")
     with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM d1_migrations ORDER BY name")]
     assert names == sorted(p.name for p in (ROOT / "worker" / "migrations").glob("*.sql"))
@@ -43,7 +43,7 @@ def test_owner_facts_survive_a_crawl_and_lead_the_passage(serve_site, tmp_path: 
     assert status.returncode == 0, status.stdout
     report = json.loads(status.stdout)["sites"][0]
     assert report["consistency"]["consistent"] and report["chunks"] == report["vectors"] > 10
-    assert report["model"]["model"] == "@local/all-minilm-l6-v2" and report["last_run"]["status"] == "done"
+    assert report["model"]["model"] == "@local/multilingual-e5-small" and report["last_run"]["status"] == "done"
     assert report["usage_today"]["rows"][0]["kind"] == "embed"
 
 

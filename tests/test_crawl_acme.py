@@ -185,7 +185,7 @@ def test_chunks_and_vectors_agree(acme_crawl) -> None:  # type: ignore[no-untype
     chunks = kb_rows(tmp_path / "kb", "SELECT id, url, heading_path, prefix FROM chunks")
     manifest = {r["id"]: r for r in kb_rows(tmp_path / "kb", "SELECT * FROM vectors")}
     assert chunks and {c["id"] for c in chunks} == set(manifest)
-    assert all(m["state"] == "live" and m["model"] == "@local/all-minilm-l6-v2" and m["namespace"] == "acme"
+    assert all(m["state"] == "live" and m["model"] == "@local/multilingual-e5-small" and m["namespace"] == "acme"
                for m in manifest.values())
     for chunk in chunks:
         assert len(chunk["id"]) == 40 and chunk["prefix"].startswith("Page: ")
@@ -193,7 +193,7 @@ def test_chunks_and_vectors_agree(acme_crawl) -> None:  # type: ignore[no-untype
                            "WHERE chunks_fts MATCH ?", '"backflow"')
     assert [h["url"] for h in hits] == [server.url + "/services"]
     (site_index,) = kb_rows(tmp_path / "kb", "SELECT * FROM site_index")
-    assert (site_index["model"], site_index["dimensions"], site_index["namespace"]) == ("@local/all-minilm-l6-v2", 384, "acme")
+    assert (site_index["model"], site_index["dimensions"], site_index["namespace"]) == ("@local/multilingual-e5-small", 384, "acme")
     (usage,) = kb_rows(tmp_path / "kb", "SELECT * FROM usage_daily")
     assert usage["kind"] == "embed" and usage["calls"] == stats["helppuff/embed/calls"] >= 1
     assert stats["helppuff/vectors/written"] == len(chunks)

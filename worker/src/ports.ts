@@ -50,4 +50,9 @@ export interface Backends {
   db: SqlDatabase;
   vectors: VectorIndex;
   ai: AiRunner;
+  /**
+   * The reranker of a site that names none (contract.ts DEFAULT_RERANKER): Cloudflare's when
+   * absent; the local cloud's relevance model when the ports are the local cloud's (dev.ts).
+   */
+  defaultReranker?: string;
 }

@@ -6,7 +6,9 @@
  *     site_index) and D1 FTS5 BM25 (top 20, quoted words: fts.ts); the request's `mode`
  *     ("keywords" or "vectors") runs one of them alone, to measure it;
  *  3. Reciprocal Rank Fusion, k = 60, ×1.5 for the categories the question leans towards;
- *  4. rerank the top 10 within 800 ms (rerank.ts), unless rerankerModel is null;
+ *  4. rerank the top 10 within 800 ms (rerank.ts), unless rerankerModel is null (a site that
+ *     names none gets the backends' default: bge-reranker-base, or the local cloud's relevance
+ *     model, helppuff_crawl/local/relevance.py);
  *  5. keep the best finalK (or the request's limit) scoring at least minScore, at most
  *     maxPerPage from one page (select.ts);
  *  6. when the best passage stops mid-list or mid-table, put the next chunk of its section
@@ -45,7 +47,7 @@ import { intentCategories } from "./intent";
 import type { Backends } from "./ports";
 import { RERANK_TOP, rerankInput, rerankScores } from "./rerank";
 import { type Candidate, fusedMinCosine, relevantWithoutReranker, selectCandidates, toPassages } from "./select";
-import { type RetrievalSettings, parseSettings } from "./settings";
+import { DEFAULT_SETTINGS, type RetrievalSettings, parseSettings } from "./settings";
 import {
   type HistoryTurn,
   generatedText,
@@ -133,7 +135,8 @@ export async function retrieve(
   if (!record.known) {
     throw new UnknownSiteError(request.site);
   }
-  const { settings, problems } = parseSettings(record.settings);
+  const defaults = backends.defaultReranker ? { ...DEFAULT_SETTINGS, rerankerModel: backends.defaultReranker } : DEFAULT_SETTINGS;
+  const { settings, problems } = parseSettings(record.settings, defaults);
   const degraded = problems.map((problem) => `settings-invalid: ${problem}`);
   const meter = options.meter ?? new UsageMeter();
   const models = !options.budgetReached;

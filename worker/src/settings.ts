@@ -13,7 +13,9 @@
  *   backend.retrieval.minScore         least reranker score kept, 0..1 (0.2)
  *   backend.retrieval.queryRewrite     "heuristic" | "llm" ("heuristic")
  *   backend.retrieval.rerankerModel    model id, or null for no reranking
- *                                      (@cf/baai/bge-reranker-base)
+ *                                      (@cf/baai/bge-reranker-base; on the local cloud its
+ *                                      relevance model, @local/e5-relevance: the caller's
+ *                                      `defaults`)
  *   backend.retrieval.maxPerPage       most passages from one page, integer >= 1, or null (off)
  *
  * The chat (`parseChatSettings`):
@@ -47,6 +49,8 @@
  *                                      16 characters (none: recrawl requests are off)
  */
 
+import { DEFAULT_RERANKER } from "./contract";
+
 /** What retrieval reads: backend.model (for the rewrite) and backend.retrieval. */
 export interface RetrievalSettings {
   finalK: number;
@@ -61,7 +65,7 @@ export const DEFAULT_SETTINGS: Readonly<RetrievalSettings> = Object.freeze({
   finalK: 4,
   minScore: 0.2,
   queryRewrite: "heuristic",
-  rerankerModel: "@cf/baai/bge-reranker-base",
+  rerankerModel: DEFAULT_RERANKER.cloudflare,
   maxPerPage: null,
   chatModel: "@cf/zai-org/glm-4.7-flash",
 });
@@ -100,9 +104,12 @@ export function readBackend(text: string | null): { root: Json; backend: Json | 
   return { root, backend: isObject(root["backend"]) ? root["backend"] : root, problem: null };
 }
 
-/** Retrieval's settings from the settings JSON text (null when the site has no settings row). */
-export function parseSettings(text: string | null): ParsedSettings {
-  const settings: RetrievalSettings = { ...DEFAULT_SETTINGS };
+/**
+ * Retrieval's settings from the settings JSON text (null when the site has no settings row);
+ * absent or bad fields take `defaults`.
+ */
+export function parseSettings(text: string | null, defaults: Readonly<RetrievalSettings> = DEFAULT_SETTINGS): ParsedSettings {
+  const settings: RetrievalSettings = { ...defaults };
   const { backend, problem } = readBackend(text);
   if (backend === null) {
     return { settings, problems: problem ? [problem] : [] };

@@ -210,6 +210,8 @@ describe("src/contract.ts", () => {
     expect(contract.RERANKER_MODELS).toEqual(MODELS.reranker);
     expect(contract.CHAT_MODELS).toEqual(MODELS.chat);
     expect(contract.DEFAULT_EMBEDDING).toEqual(MODELS.defaultEmbedding);
+    expect(contract.DEFAULT_RERANKER).toEqual(MODELS.defaultReranker);
+    for (const model of Object.values(MODELS.defaultReranker)) expect(Object.keys(MODELS.reranker)).toContain(model);
     expect(contract.FREE_NEURONS_PER_DAY).toBe(MODELS.freeNeuronsPerDay);
     expect(contract.PRICES).toEqual(Object.fromEntries(ALL_MODELS.map(([model, entry]) => [model, entry.neuronsPerMillion])));
   });

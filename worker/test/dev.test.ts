@@ -7,10 +7,11 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
+import { DEFAULT_RERANKER } from "../src/contract";
 import { type Fetcher, d1Param, localCloudBackends, localCloudConfig } from "../src/dev";
 import worker from "../src/index";
 import { seedAcme } from "./acme";
-import { FakeAi, FakeVectorize } from "./fakes";
+import { FakeAi, FakeVectorize, LOCAL_RELEVANCE } from "./fakes";
 
 interface Sent {
   url: string;
@@ -183,6 +184,13 @@ describe("the Vectorize shim", () => {
 });
 
 describe("the Workers AI shim", () => {
+  it("names the local cloud's relevance model as the default reranker", () => {
+    const backends = localCloudBackends(CONFIG, async () => new Response("{}"));
+    expect(backends.defaultReranker).toBe(DEFAULT_RERANKER.local);
+    expect(DEFAULT_RERANKER.local).toBe("@local/e5-relevance");
+    expect(backendsFromEnv({ DB: env.DB, VECTORIZE: new FakeVectorize(1024), AI: new FakeAi() }).defaultReranker).toBeUndefined();
+  });
+
   it("runs a model with its '/' kept in the path and returns the result", async () => {
     const cloud = new FakeLocalCloud(() => ok({ shape: [1, 3], data: [[0.1, 0.2, 0.3]], pooling: "mean" }));
     const output = await localCloudBackends(CONFIG, cloud.fetch).ai.run("@local/all-minilm-l6-v2", { text: ["hot water"] });
@@ -228,12 +236,14 @@ describe("backendsFromEnv", () => {
 describe("the search route in dev mode", () => {
   // The local cloud faked over the Worker's global fetch: D1 statements run on Miniflare's local D1
   // (the Acme site seeded), Vectorize is FakeVectorize, Workers AI is FakeAi for the embedding
-  // model and refuses the reranker as the local cloud does (code 5007).
+  // model and the local relevance model, and refuses any other model as the local cloud does
+  // (code 5007); `relevanceMissing` makes it a local cloud without the relevance model.
   const SITE = "acme-dev";
   const MODEL = "@local/all-minilm-l6-v2";
   const vectorize = new FakeVectorize(384);
   const ai = new FakeAi();
   const cloud = new FakeLocalCloud(localCloudAnswer);
+  let relevanceMissing = false;
 
   beforeAll(async () => {
     await seedAcme(env.DB, SITE, { model: MODEL, vectorize });
@@ -244,6 +254,7 @@ describe("the search route in dev mode", () => {
 
   beforeEach(() => {
     cloud.sent.length = 0;
+    relevanceMissing = false;
     vi.stubGlobal("fetch", cloud.fetch);
   });
 
@@ -265,7 +276,7 @@ describe("the search route in dev mode", () => {
       return ok(await vectorize.query(vector, options));
     }
     const model = path.replace(/^\/ai\/run\//u, "");
-    if (model === MODEL) {
+    if (model === MODEL || (model === LOCAL_RELEVANCE && !relevanceMissing)) {
       return ok(await ai.run(model, body));
     }
     return refused(400, 5007, `No such model ${model} or task`);
@@ -282,26 +293,36 @@ describe("the search route in dev mode", () => {
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   }
 
-  it("answers from the local cloud, in fused order without the reranker it lacks", async () => {
+  it("answers from the local cloud, reranked by its relevance model", async () => {
     const { status, body } = await post({ query: "how much is a call-out fee?" });
     expect(status).toBe(200);
     const passages = body["passages"] as Array<{ url: string }>;
     expect(passages.length).toBeGreaterThan(0);
     expect(passages[0]?.url).toBe("https://acme.com.au/pricing#call-out-fees");
-    expect(body["scores"]).toBe("fused");
-    expect(body["degraded"]).toEqual([
-      "reranker-failed: @cf/baai/bge-reranker-base: Workers AI: HTTP 400: " +
-        "5007: No such model @cf/baai/bge-reranker-base or task; fused order",
-    ]);
+    expect(body["scores"]).toBe("reranker");
+    expect(body["degraded"]).toEqual([]);
     const paths = cloud.sent.map((sent) => sent.url.slice(API.length));
     expect(new Set(paths)).toEqual(
       new Set(["/d1/database/helppuff/query", "/vectorize/v2/indexes/helppuff/query", `/ai/run/${MODEL}`,
-        "/ai/run/@cf/baai/bge-reranker-base"]),
+        `/ai/run/${LOCAL_RELEVANCE}`]),
     );
     expect(cloud.sent.every((sent) => sent.headers["authorization"] === "Bearer s3cret")).toBe(true);
     expect(cloud.sent.find((sent) => sent.url.endsWith(`/ai/run/${MODEL}`))?.body).toEqual({
       text: ["how much is a call-out fee?"],
     });
+    const rerank = cloud.sent.find((sent) => sent.url.endsWith(`/ai/run/${LOCAL_RELEVANCE}`))?.body as { query: string };
+    expect(rerank.query).toBe("how much is a call-out fee?");
+  });
+
+  it("answers in fused order from a local cloud without the relevance model", async () => {
+    relevanceMissing = true;
+    const { status, body } = await post({ query: "how much is a call-out fee?" });
+    expect(status).toBe(200);
+    expect((body["passages"] as Array<{ url: string }>)[0]?.url).toBe("https://acme.com.au/pricing#call-out-fees");
+    expect(body["scores"]).toBe("fused");
+    expect(body["degraded"]).toEqual([
+      `reranker-failed: ${LOCAL_RELEVANCE}: Workers AI: HTTP 400: 5007: No such model ${LOCAL_RELEVANCE} or task; fused order`,
+    ]);
   });
 
   it("answers 503 when the local cloud refuses the token", async () => {

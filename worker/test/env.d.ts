@@ -27,6 +27,7 @@ interface ModelsJson {
   >;
   defaultEmbedding: { cloudflare: string; local: string };
   reranker: Record<string, { neuronsPerMillion: PriceJson }>;
+  defaultReranker: { cloudflare: string; local: string };
   chat: Record<
     string,
     {

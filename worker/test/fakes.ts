@@ -4,8 +4,9 @@
  * - FakeAi: Workers AI `run(model, inputs)` for the embedding models (deterministic hashed
  *   bag-of-words vectors at each model's real dimension, `{shape, data}`; the local cloud's
  *   @local/ models also report `usage.prompt_tokens`, as helppuff_crawl/local/ai.py does), the
- *   reranker (`{query, contexts}` -> `{response: [{id, score}]}`, score = share of the query's
- *   words the context holds; no token counts, as documented) and chat models (a canned
+ *   rerankers the contract lists (bge-reranker-base, the local cloud's @local/e5-relevance:
+ *   `{query, contexts}` -> `{response: [{id, score}]}`, score = share of the query's words the
+ *   context holds; no token counts, as documented) and chat models (a canned
  *   OpenAI-style chat completion, not streamed, with `usage`). A chat model reasons first
  *   (`chatReasoning`, returned as `reasoning_content`) unless its input turns reasoning off
  *   (glm-4.7-flash: `chat_template_kwargs.enable_thinking: false`; gpt-oss-120b cannot), and
@@ -18,6 +19,7 @@
  *   namespace, with `topK` and `returnMetadata`; it rejects a query of the wrong dimension as
  *   the real index does, can be made to fail, and records every query.
  */
+import { RERANKER_MODELS } from "../src/contract";
 import type { AiRunner, VectorIndex, VectorMatch, VectorQueryOptions } from "../src/ports";
 
 export const EMBEDDING_DIMENSIONS: Readonly<Record<string, number>> = {
@@ -27,8 +29,10 @@ export const EMBEDDING_DIMENSIONS: Readonly<Record<string, number>> = {
   "@cf/baai/bge-large-en-v1.5": 1024,
   "@cf/qwen/qwen3-embedding-0.6b": 1024,
   "@local/all-minilm-l6-v2": 384,
+  "@local/multilingual-e5-small": 384,
 };
 export const RERANKER = "@cf/baai/bge-reranker-base";
+export const LOCAL_RELEVANCE = "@local/e5-relevance";
 export const GLM = "@cf/zai-org/glm-4.7-flash";
 export const GPT_OSS = "@cf/openai/gpt-oss-120b";
 export const CHAT_MODELS = [GLM, GPT_OSS];
@@ -155,7 +159,7 @@ export class FakeAi implements AiRunner {
     if (dimensions !== undefined) {
       return this.embed(model, inputs, dimensions);
     }
-    if (model === RERANKER) {
+    if (Object.hasOwn(RERANKER_MODELS, model)) {
       return this.rerank(inputs);
     }
     if (CHAT_MODELS.includes(model)) {

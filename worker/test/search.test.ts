@@ -13,7 +13,7 @@ import { DEFAULT_RETRIEVE_OPTIONS, retrieve } from "../src/retrieve";
 import type { Passage } from "../src/chunks";
 import { rerankContext } from "../src/rerank";
 import { ACME_CHUNKS, seedAcme } from "./acme";
-import { FakeAi, FakeVectorize, RERANKER, fakeEmbedding } from "./fakes";
+import { FakeAi, FakeVectorize, LOCAL_RELEVANCE, RERANKER, fakeEmbedding } from "./fakes";
 
 interface SearchBody {
   passages: Passage[];
@@ -324,6 +324,21 @@ describe("step 4: reranking", () => {
     const answer = await search("acme", { query: "do you cover richmond" });
     expect(ids(answer)).toEqual(["acme:faq-suburbs", "acme:richmond", "acme:callout"]);
     expect(scores(answer)).toEqual([1, 0.5, 0.5]);
+  });
+
+  it("calls the backends' default reranker for a site that names none, and the site's own otherwise", async () => {
+    const backends = { ...backendsFromEnv({ DB: env.DB, VECTORIZE: indexes.get("acme")!, AI: ai }), defaultReranker: LOCAL_RELEVANCE };
+    const request = { site: "acme", query: "install hot water systems gas storage electric", history: [], limit: null };
+    const local = await retrieve(backends, request);
+    expect(local.scores).toBe("reranker");
+    expect(ai.callsTo(LOCAL_RELEVANCE)).toHaveLength(1);
+    expect(ai.callsTo(RERANKER)).toEqual([]);
+    // The same pipeline as with Cloudflare's reranker: the same contexts, minScore and selection.
+    expect(ids(local)).toEqual(["acme:hot-water", "acme:hot-water-2", "acme:home", "acme:fixed"]);
+    await setSettings("acme", { retrieval: { rerankerModel: RERANKER } });
+    await retrieve(backends, request);
+    expect(ai.callsTo(RERANKER)).toHaveLength(1);
+    expect(ai.callsTo(LOCAL_RELEVANCE)).toHaveLength(1);
   });
 
   it("answers in fused order when the reranker fails", async () => {

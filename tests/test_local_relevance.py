@@ -1,0 +1,119 @@
+"""The local cloud's relevance model (@local/e5-relevance): a reranker's input and output, calibrated scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helppuff_crawl.local.ai import E5_MODEL, LocalAI
+from helppuff_crawl.local.errors import AIError
+from helppuff_crawl.local.relevance import (
+    RELEVANCE_MODEL,
+    E5Relevance,
+    probability,
+    query_words,
+    rerank_context,
+    word_share,
+)
+from tests.fakes import HashModel
+
+CONTEXTS = [
+    "Opening hours\nWe are open Monday to Friday, 8 am to 5 pm, and Saturday mornings until noon.",
+    "Hot water\nWe repair and replace gas and electric hot water systems, usually the same day.",
+    "Our story\nThe business was started by two brothers in 1998.",
+]
+
+
+def test_runs_as_a_reranker_answers() -> None:
+    ai = LocalAI()
+    result = ai.run(RELEVANCE_MODEL, {"query": "when are you open on saturday",
+                                      "contexts": [{"text": text} for text in CONTEXTS]})
+    response = result["response"]
+    assert sorted(entry["id"] for entry in response) == [0, 1, 2]
+    scores = {entry["id"]: entry["score"] for entry in response}
+    assert all(0.0 <= score <= 1.0 for score in scores.values())
+    # Best first, and the context that answers is the best.
+    assert [entry["score"] for entry in response] == sorted(scores.values(), reverse=True)
+    assert response[0]["id"] == 0
+    assert scores[0] > 0.2 > scores[2]  # minScore's default keeps it, and not the unrelated one
+
+
+def test_answers_across_languages() -> None:
+    ai = LocalAI()
+    contexts = ["Sprechzeiten\nMontag bis Freitag 8 bis 12 Uhr, Dienstag und Donnerstag auch 14 bis 18 Uhr.",
+                "Impressum\nVerantwortlich für den Inhalt: Dr. Werland, Hauptstraße 1."]
+    response = ai.run(RELEVANCE_MODEL, {"query": "what are your opening hours",
+                                        "contexts": [{"text": text} for text in contexts]})["response"]
+    assert response[0]["id"] == 0
+
+
+def test_top_k_keeps_the_best() -> None:
+    ai = LocalAI()
+    payload = {"query": "hot water heater broken", "contexts": [{"text": t} for t in CONTEXTS], "top_k": 1}
+    assert [entry["id"] for entry in ai.run(RELEVANCE_MODEL, payload)["response"]] == [1]
+
+
+@pytest.mark.parametrize("payload", [
+    [],
+    {"contexts": [{"text": "a"}]},
+    {"query": "", "contexts": [{"text": "a"}]},
+    {"query": "q", "contexts": "a"},
+    {"query": "q", "contexts": [{"body": "a"}]},
+    {"query": "q", "contexts": [{"text": "a"}], "top_k": 0},
+])
+def test_refuses_what_the_reranker_schema_refuses(payload: object) -> None:
+    with pytest.raises(AIError) as caught:
+        LocalAI().run(RELEVANCE_MODEL, payload)
+    assert (caught.value.status, caught.value.code) == (400, 5006)
+
+
+class _Counting(HashModel):
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        self.texts += texts
+        return super().embed(texts)
+
+
+def test_contexts_are_embedded_once_as_passages() -> None:
+    model = _Counting()
+    ranker = E5Relevance(model)
+    assert ranker.warm(CONTEXTS[:2]) == 2
+    ranker.run({"query": "open saturday", "contexts": [{"text": t} for t in CONTEXTS]})
+    ranker.run({"query": "hot water", "contexts": [{"text": t} for t in CONTEXTS]})
+    passages = [t for t in model.texts if t.startswith("passage: ")]
+    assert sorted(passages) == sorted(f"passage: {t}" for t in CONTEXTS)
+    assert [t for t in model.texts if t.startswith("query: ")] == ["query: open saturday", "query: hot water"]
+
+
+def test_the_cache_is_bounded() -> None:
+    model = _Counting()
+    ranker = E5Relevance(model, cache_size=2)
+    ranker.warm(CONTEXTS)
+    ranker.warm(CONTEXTS[2:])  # still cached: the newest
+    ranker.warm(CONTEXTS[:1])  # evicted: embedded again
+    assert len([t for t in model.texts if t.startswith("passage: ")]) == 4
+
+
+def test_features_and_probability() -> None:
+    assert query_words("What are the opening hours for Saturday?") == ["opening", "hours", "saturday"]
+    assert word_share(["opening", "hours"], "Our opening hours: 8-5") == 1.0
+    assert word_share(["opening", "hours"], "Open at 8") == 0.0
+    assert word_share([], "anything") == 0.0
+    assert probability(0.95, 1.0) > probability(0.95, 0.0) > probability(0.75, 0.0)
+    assert 0.0 < probability(0.0, 0.0) < probability(1.0, 1.0) < 1.0
+
+
+def test_rerank_context_is_the_workers() -> None:
+    # worker/src/rerank.ts rerankContext: heading path joined by " › ", a newline, the body; 2,048 characters.
+    assert rerank_context(["Services", "Hot water"], "We fix it.") == "Services › Hot water\nWe fix it."
+    assert rerank_context([], "Body only.") == "Body only."
+    assert len(rerank_context(["H"], "x" * 5000)) == 2048
+
+
+def test_registered_beside_the_e5_model_only() -> None:
+    assert RELEVANCE_MODEL in LocalAI().rankers
+    assert LocalAI({E5_MODEL: HashModel(384)}).rankers
+    assert not LocalAI({"@fake/hash-8": HashModel(8)}).rankers
