@@ -11,6 +11,7 @@ import pytest
 import pytest_twisted
 from scrapy.exceptions import NotConfigured
 
+from helppuff_crawl.embed.models import default_model
 from helppuff_crawl.items import Page
 from helppuff_crawl.pipelines.chunk import ChunkPipeline
 from helppuff_crawl.pipelines.embed import EmbedConfig, EmbedPipeline
@@ -134,7 +135,8 @@ def test_pages_without_chunks_pass_through(tmp_path: Path):  # type: ignore[no-u
 def test_config_from_the_settings(tmp_path: Path) -> None:
     config = EmbedConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
     assert (config.batch_size, config.concurrency, config.linger) == (32, 2, 0.05)
-    assert (config.index.model, config.index.dimensions, config.index.index) == (LOCAL_MODEL, 384, "helppuff")
+    assert (config.index.model, config.index.dimensions, config.index.index) == (default_model(remote=False), 384,
+                                                                                  "helppuff")
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [

@@ -11,6 +11,7 @@ import pytest_twisted
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 
+from helppuff_crawl.embed.models import default_model
 from helppuff_crawl.items import Page
 from helppuff_crawl.pipelines.store import StoreConfig, StorePipeline
 from tests.components import LOCAL_MODEL, crawl_settings, fetched_page, open_parts
@@ -144,7 +145,7 @@ def test_a_failed_embedding_fails_the_page_and_the_run_says_why(tmp_path: Path):
 
 def test_config_from_the_settings(tmp_path: Path) -> None:
     config = StoreConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
-    assert (config.retry_delays, config.index.model) == ((900, 7200), LOCAL_MODEL)
+    assert (config.retry_delays, config.index.model) == ((900, 7200), default_model(remote=False))
     assert (config.index.sizes.min_tokens, config.index.sizes.max_tokens) == (150, 800)
     assert config.vectorize_wait == 60.0
 
