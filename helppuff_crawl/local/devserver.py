@@ -7,7 +7,8 @@
 `start()` serves the local cloud (helppuff_crawl.local.server) on 127.0.0.1 with a random bearer
 token, loads the bundled embedding model in the background (so the first search is not slowed
 by it), then has the local relevance model (helppuff_crawl/local/relevance.py) read every served
-chunk, a few at a time, so that the Worker's reranker call is answered within its timeout, and starts the Worker's own wrangler (worker/node_modules, under worker/.node's Node 22)
+chunk, a few at a time, so that the Worker's reranker call is answered within its timeout, and
+starts the Worker's own wrangler (worker/node_modules, under worker/.node's Node 22)
 in a process group of its own:
 
     wrangler dev --local --env local --env-file <tmp>/local-cloud.env --ip 127.0.0.1 --port PORT

@@ -37,10 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from helppuff_crawl.config.contract import HEADING_SEPARATOR
 from helppuff_crawl.local.errors import AIError
 
 RELEVANCE_MODEL = "@local/e5-relevance"  # as helppuff_crawl/schema/models.json lists it
 CACHE_SIZE = 20_000  # context vectors kept (384 floats each: about 30 MB)
+QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "  # e5's input forms (local/ai.py reads them off)
 RERANK_MAX_CHARS = 2048  # worker/src/rerank.ts: RERANK_MAX_TOKENS (512) at 4 characters a token
 
 # Fitted by bench/relevance_calibration.py on 2026-12-01: 1,796 (question, chunk) pairs of the two
@@ -65,8 +67,6 @@ _STOPWORDS = frozenset(
 def rerank_context(heading_path: Sequence[str], text: str) -> str:
     """The text the Worker sends a reranker for a chunk (worker/src/rerank.ts rerankContext):
     the heading path on the first line, then the body, cut at 2,048 characters."""
-    from helppuff_crawl.config.contract import HEADING_SEPARATOR
-
     heading = HEADING_SEPARATOR.join(heading_path)
     full = f"{heading}\n{text}" if heading else text
     return full[:RERANK_MAX_CHARS]
@@ -109,7 +109,7 @@ class E5Relevance:
                 self._cache.move_to_end(text)
         missing = list(dict.fromkeys(text for text in texts if text not in known))
         if missing:
-            vectors, _ = self.embedder.embed([f"passage: {text}" for text in missing])
+            vectors, _ = self.embedder.embed([f"{PASSAGE_PREFIX}{text}" for text in missing])
             with self._lock:
                 for text, vector in zip(missing, vectors, strict=True):
                     known[text] = self._cache[text] = vector
@@ -129,7 +129,7 @@ class E5Relevance:
 
     def features(self, query: str, contexts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(cosines, word shares) of each context for `query`."""
-        asked = self.embedder.embed([f"query: {query}"])[0][0]
+        asked = self.embedder.embed([f"{QUERY_PREFIX}{query}"])[0][0]
         cosines = self.context_vectors(contexts) @ asked if contexts else np.zeros(0, dtype=np.float32)
         words = query_words(query)
         shares = np.asarray([word_share(words, context) for context in contexts], dtype=np.float32)
