@@ -210,4 +210,17 @@ HELPPUFF_RUN_STALE_AFTER = 600.0
 # Seconds between heartbeats of a running run.
 HELPPUFF_RUN_HEARTBEAT = 30.0
 
+# --- HelpPuff: the crawl queue (Cloudflare Queues, HTTP pull; the local cloud's on this machine) ---
+# The queue of crawl jobs, and the dead-letter queue its consumer sends given-up messages to.
+HELPPUFF_QUEUE = os.environ.get("HELPPUFF_QUEUE", "helppuff-crawl")
+HELPPUFF_QUEUE_DEAD_LETTER = os.environ.get("HELPPUFF_QUEUE_DEAD_LETTER", "helppuff-crawl-dead")
+# A pulled job is this worker's for this many seconds; not acknowledged by then, it is delivered again
+# (a job still beating is left to its taker: kb/jobs.py take).
+HELPPUFF_QUEUE_VISIBILITY = 600.0
+# Times a job is taken again after its crawl failed (each after HELPPUFF_RETRY_DELAYS), before it is
+# given up (dead, with its reason, in `helppuff status`); the consumer's max_retries.
+HELPPUFF_QUEUE_MAX_RETRIES = 3
+# `helppuff worker`: seconds between pulls while the queue is empty.
+HELPPUFF_QUEUE_POLL = 5.0
+
 COMMANDS_MODULE = "helppuff_crawl.commands"

@@ -102,12 +102,15 @@ def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None: 
         ("acme", True, "weekly"), ("quiet", False, "never"), ("recent", False, "weekly")]
     assert len(kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE site = 'acme'")) == 1  # dry run: nothing
 
-    scheduled = run_helppuff(tmp_path, "schedule")
+    scheduled = run_helppuff(tmp_path, "schedule", "--crawl")
     assert scheduled.returncode == 0, scheduled.stdout + scheduled.stderr
     lines = scheduled.stdout.splitlines()
-    assert lines[0].startswith("acme: due: last crawled") and "; crawled: run " in lines[0] and "done (finished)" in lines[0]
+    assert lines[0].startswith("acme: due: last crawled") and "; queued: job " in lines[0]
+    job = lines[0].rsplit(" ", 1)[1]
     next_due = iso(parse_iso(yesterday) + timedelta(days=7))
-    assert lines[1:] == ["quiet: not due: schedule: never", f"recent: not due: next crawl due {next_due} (weekly)"]
+    assert lines[1:3] == ["quiet: not due: schedule: never", f"recent: not due: next crawl due {next_due} (weekly)"]
+    # Then the queued job, run as `helppuff worker --once` runs it.
+    assert lines[3].startswith(f"job {job} (acme, full): run ") and "done (finished)" in lines[3] and len(lines) == 4
     runs = kb_rows(tmp_path / "kb", "SELECT status, started_at FROM crawl_runs WHERE site = 'acme' ORDER BY started_at")
     assert [run["status"] for run in runs] == ["done", "done"] and runs[1]["started_at"] > "2026-11-01"
     # The stored helppuff.json was the crawl's config: renderJs never.
@@ -119,9 +122,17 @@ def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None: 
     with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:
         db.execute("INSERT INTO crawl_requests (id, site, urls, asked, requested_at, last_at) "
                    "VALUES ('q1', 'acme', '[]', 2, ?, ?)", [iso(utc_now()), iso(utc_now())])
-    requested = run_helppuff(tmp_path, "schedule")
+    # A request saved but never sent (the queue was unreachable) is due, and sent now.
+    requested = run_helppuff(tmp_path, "schedule", "--crawl")
     assert requested.returncode == 0, requested.stdout + requested.stderr
-    assert requested.stdout.startswith("acme: due: a recrawl was requested less than an hour ago (2 times); crawled: run ")
+    assert requested.stdout.startswith("acme: due: a recrawl was requested less than an hour ago (2 times); queued: job q1")
+    assert "job q1 (acme, full): run " in requested.stdout
     latest = kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE site = 'acme' ORDER BY started_at DESC, id DESC")[0]
     handled = kb_rows(tmp_path / "kb", "SELECT handled_at, run_id FROM crawl_requests WHERE id = 'q1'")[0]
     assert handled["handled_at"] and handled["run_id"] == latest["id"]
+
+
+def test_a_job_already_queued_is_not_due_again() -> None:
+    queued = {**REQUEST, "queued_for": "2026-11-30T09:00:00Z"}
+    assert decide("weekly", DONE_8_DAYS_AGO, DONE_8_DAYS_AGO, NOW, queued) == (
+        False, "a crawl job is queued (request q1, asked 3 hours ago (3 times))")

@@ -1,11 +1,12 @@
-"""`helppuff schedule`: crawl the sites that are due (helppuff_crawl/kb/schedule.py), one after another.
+"""`helppuff schedule`: put a crawl job on the crawl queue for each site that is due (kb/schedule.py).
 
-    helppuff schedule [--dry-run] [--json]
+    helppuff schedule [--dry-run] [--crawl] [--json]
 
-Run it from cron (hourly is plenty) or in a loop in the crawl container. A site's pending recrawl
-request (POST /v1/sites/:site/recrawl) is marked handled once its crawl is done. Each due site is crawled
-by `helppuff crawl START_URL --site S` in a process of its own, with its stored helppuff.json as
---config, so one site's failure never stops the next. Exit status 1 when a crawl failed.
+Run it from cron (hourly is plenty); in production the Worker's cron trigger does the same. A due site
+gets a full crawl job (kb/jobs.py: merged with one waiting, if any); a waiting job whose message was
+never sent (the queue could not be reached) is sent now. `helppuff worker`s run the jobs. `--crawl`
+then runs what is queued in this process's turn, as `helppuff worker --once` does, and prints each
+job's line: one command for a machine with no worker running. Exit status 1 when a crawl failed.
 """
 
 from __future__ import annotations
@@ -13,73 +14,50 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
-import sys
-import tempfile
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("schedule", help="crawl the sites whose schedule says they are due")
-    parser.add_argument("--dry-run", action="store_true", help="say which sites are due, crawl nothing")
+    parser = subparsers.add_parser("schedule", help="queue a crawl job for each site whose schedule says it is due")
+    parser.add_argument("--dry-run", action="store_true", help="say which sites are due, queue nothing")
+    parser.add_argument("--crawl", action="store_true", help="then run the queued jobs (as `helppuff worker --once`)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.set_defaults(func=run)
 
 
-async def _plan(settings: Any) -> list[Any]:
+async def _queue_due(settings: Any, dry_run: bool) -> dict[str, dict[str, Any]]:
     from helppuff_crawl.clock import utc_now
+    from helppuff_crawl.kb import jobs
+    from helppuff_crawl.kb.crawl_queue import open_queue
     from helppuff_crawl.kb.database import KnowledgeBase
     from helppuff_crawl.kb.schedule import plan
 
+    results: dict[str, dict[str, Any]] = {}
     async with KnowledgeBase.from_settings(settings) as kb:
-        return await plan(kb, utc_now(), settings.getfloat("HELPPUFF_RUN_STALE_AFTER"))
-
-
-async def _handled(settings: Any, site: str, request_id: str) -> None:
-    from helppuff_crawl.clock import utc_now
-    from helppuff_crawl.kb.database import KnowledgeBase
-    from helppuff_crawl.kb.schedule import mark_request_handled
-
-    async with KnowledgeBase.from_settings(settings) as kb:
-        await mark_request_handled(kb, site, request_id, utc_now())
-
-
-def _crawl(verdict: Any, set_options: list[str]) -> tuple[int, str]:
-    """Crawl one due site in a process of its own; (exit status, its last line of output)."""
-    helppuff = str(Path(sys.executable).parent / "helppuff")
-    command = [helppuff, "crawl", verdict.start_url, "--site", verdict.site]
-    for option in set_options:
-        command += ["-s", option]
-    with tempfile.TemporaryDirectory(prefix="helppuff-schedule-") as folder:
-        if verdict.config is not None:
-            config = Path(folder) / "helppuff.json"
-            config.write_text(json.dumps(verdict.config), encoding="utf-8")
-            command += ["--config", str(config)]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-    lines = (result.stdout.strip() or result.stderr.strip() or "no output").splitlines()
-    # "run <id>: done (finished)" ... "found 32, ticked 28, learned 19, ..."; else the error.
-    return result.returncode, f"{lines[0]}; {lines[-1]}" if result.returncode == 0 else lines[-1]
+        verdicts = await plan(kb, utc_now(), settings.getfloat("HELPPUFF_RUN_STALE_AFTER"))
+        queue = None if dry_run or not any(v.due for v in verdicts) else await open_queue(kb, settings)
+        unsent = {job.site: job for job in await jobs.unsent(kb)} if queue is not None else {}
+        for verdict in verdicts:
+            entry = {key: value for key, value in asdict(verdict).items() if key != "config"}
+            if verdict.due and queue is not None:
+                if verdict.site in unsent:
+                    asked = await jobs.send(kb, queue, unsent[verdict.site])
+                else:
+                    asked = await jobs.ask(kb, queue, verdict.site, "full", [], f"schedule: {verdict.why}")
+                entry["job"] = {"request": asked.job.request, "kind": asked.job.kind, "sent": asked.sent,
+                                "send_error": asked.send_error}
+            results[verdict.site] = entry
+    return results
 
 
 def run(args: argparse.Namespace) -> int:
     settings = project_settings(parse_set_options(args.set))
-    verdicts = asyncio.run(_plan(settings))
-    results: dict[str, dict[str, Any]] = {}
-    failed = False
-    for verdict in verdicts:
-        entry = {key: value for key, value in asdict(verdict).items() if key != "config"}
-        if verdict.due and not args.dry_run:
-            status, line = _crawl(verdict, args.set)
-            entry["crawl"] = {"exit_status": status, "result": line}
-            failed = failed or status != 0
-            if status == 0 and verdict.request is not None:
-                asyncio.run(_handled(settings, verdict.site, verdict.request))
-        results[verdict.site] = entry
+    results = asyncio.run(_queue_due(settings, args.dry_run))
+    status = 0
     if args.json:
         print(json.dumps(list(results.values()), indent=2))
     else:
@@ -87,6 +65,14 @@ def run(args: argparse.Namespace) -> int:
             print("no site has been crawled yet: nothing to schedule")
         for site, entry in results.items():
             state = "due" if entry["due"] else "not due"
-            crawl = f"; crawled: {entry['crawl']['result']}" if "crawl" in entry else ""
-            print(f"{site}: {state}: {entry['why']}{crawl}")
-    return 1 if failed else 0
+            job = entry.get("job")
+            queued = ""
+            if job is not None:
+                queued = f"; queued: job {job['request']}" if job["sent"] else \
+                    f"; job {job['request']} not sent ({job['send_error']})"
+            print(f"{site}: {state}: {entry['why']}{queued}")
+    if args.crawl and not args.dry_run:
+        from helppuff_crawl.cli.worker import Worker
+
+        status = asyncio.run(Worker(settings, args.set).serve(once=True))
+    return status

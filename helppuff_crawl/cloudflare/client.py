@@ -697,6 +697,56 @@ class CloudflareClient:
         """Embed up to 100 texts with one call; one vector per text, in order."""
         return (await self.ai_embed(model, texts, field=field)).vectors
 
+    # --- Queues (through the SDK): a producer and an HTTP pull consumer -------------------
+
+    async def queues_list(self) -> list[dict[str, Any]]:
+        """The account's queues ({"queue_id", "queue_name", "consumers", ...})."""
+
+        async def every() -> list[Any]:
+            return [queue async for queue in self.sdk.queues.list(account_id=self.account_id)]
+
+        return [_plain(queue) for queue in await self._sdk_call("Queues", every)]
+
+    async def queue_create(self, name: str) -> dict[str, Any]:
+        created = await self._sdk_call(f"queue {name}", lambda: self.sdk.queues.create(
+            account_id=self.account_id, queue_name=name))
+        return _plain(created)
+
+    async def queue_consumers(self, queue_id: str) -> list[dict[str, Any]]:
+        async def every() -> list[Any]:
+            return [c async for c in self.sdk.queues.consumers.list(queue_id, account_id=self.account_id)]
+
+        return [_plain(c) for c in await self._sdk_call(f"queue {queue_id} consumers", every)]
+
+    async def queue_create_pull_consumer(self, queue_id: str, settings: Mapping[str, Any],
+                                         dead_letter_queue: str | None = None) -> dict[str, Any]:
+        """Attach an HTTP pull consumer (`settings`: batch_size, max_retries, retry_delay, visibility_timeout_ms)."""
+        created = await self._sdk_call(f"queue {queue_id} consumers", lambda: self.sdk.queues.consumers.create(
+            queue_id, account_id=self.account_id, type="http_pull", settings=dict(settings),  # type: ignore[arg-type]
+            dead_letter_queue=dead_letter_queue or omit))
+        return _plain(created)
+
+    async def queue_send(self, queue_id: str, body: str, delay_seconds: float = 0) -> None:
+        """Send one message as text (a pull consumer reads a text body as sent, a JSON one as base64)."""
+        await self._sdk_call(f"queue {queue_id}", lambda: self.sdk.queues.messages.push(
+            queue_id, account_id=self.account_id, body=body, content_type="text",
+            delay_seconds=delay_seconds if delay_seconds > 0 else omit))
+
+    async def queue_pull(self, queue_id: str, batch_size: int, visibility_timeout_ms: int) -> tuple[list[dict[str, Any]], int]:
+        """Lease up to `batch_size` messages; (the messages, the queue's backlog count)."""
+        pulled = await self._sdk_call(f"queue {queue_id}", lambda: self.sdk.queues.messages.pull(
+            queue_id, account_id=self.account_id, batch_size=batch_size, visibility_timeout_ms=visibility_timeout_ms))
+        found = _plain(pulled) or {}
+        return list(found.get("messages") or []), int(found.get("message_backlog_count") or 0)
+
+    async def queue_ack(self, queue_id: str, acks: Sequence[str] = (),
+                        retries: Sequence[tuple[str, float]] = ()) -> dict[str, Any]:
+        """Acknowledge leases, and put others back after a delay in seconds."""
+        done = await self._sdk_call(f"queue {queue_id}", lambda: self.sdk.queues.messages.ack(
+            queue_id, account_id=self.account_id, acks=[{"lease_id": lease} for lease in acks],
+            retries=[{"lease_id": lease, "delay_seconds": delay} for lease, delay in retries]))
+        return _plain(done) or {}
+
     async def aclose(self) -> None:
         """Close the transport. The SDK's HTTP layer (_SDKTransport) holds no connection of its own,
         so it is left open: as before, a transport that reopens (the local cloud's) keeps working."""

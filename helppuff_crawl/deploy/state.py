@@ -6,6 +6,7 @@ cloud's is "local"), so one data folder can serve both:
 
     {"version": 1,
      "accounts": {"<account id>": {"d1": {"helppuff": {"uuid": "...", "recorded_at": "..."}},
+                                   "queues": {"helppuff-crawl": {"id": "...", "recorded_at": "..."}},
                                    "worker": {"name": "helppuff", "url": "https://...", "deployed_at": "..."}}}}
 
 Writes replace the file atomically (a temporary file, then rename), so a reader never sees half of it.
@@ -70,6 +71,14 @@ class DeployState:
         databases = (state["accounts"].get(account) or {}).get("d1") or {}
         if databases.pop(name, None) is not None:
             self._save(state)
+
+    def queue_id(self, account: str, name: str) -> str | None:
+        """The id recorded for queue `name` on `account`, or None."""
+        entry = (self.account(account).get("queues") or {}).get(name)
+        return entry.get("id") if isinstance(entry, dict) else None
+
+    def record_queue(self, account: str, name: str, queue_id: str) -> None:
+        self._update(account, "queues", name, {"id": queue_id, "recorded_at": iso(utc_now())})
 
     def record_worker(self, account: str, details: dict[str, Any]) -> None:
         state = self.load()

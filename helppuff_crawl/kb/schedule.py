@@ -1,13 +1,14 @@
 """Recrawls on a schedule: which sites are due, from their helppuff.json and their last runs.
 
-`helppuff schedule` (run it from cron, or in a loop in the crawl container) looks at every site
-that has been crawled: its schedule is the stored helppuff.json's `knowledge.website.schedule`
-(daily, weekly, monthly or never; weekly when unset), its home page the start URL of its latest
-run. A site is due when its last finished crawl is older than the schedule's interval, or when it
-never finished one, or when it asked to be recrawled (POST /v1/sites/:site/recrawl, queued in
-D1 crawl_requests; this wins over the schedule, "never" included). It is not due while a crawl of it is running (a run whose process is gone is
-marked failed first, as a crawl's start does), nor within an hour of a failed attempt, so a site
-that is down is not hammered.
+`helppuff schedule` (run it from cron; in production the Worker's cron trigger, worker/src/schedule.ts,
+decides the same way) looks at every site that has been crawled: its schedule is the stored
+helppuff.json's `knowledge.website.schedule` (daily, weekly, monthly or never; weekly when unset), its
+home page the start URL of its latest run. A site is due when its last finished crawl is older than the
+schedule's interval, or when it never finished one; a due site gets a full crawl job on the crawl queue
+(kb/jobs.py). A site with a job waiting is not due again: the job is queued (or, when its message was
+never sent, due, so that it is sent now). It is not due while a crawl of it is running (a run whose
+process is gone is marked failed first, as a crawl's start does), nor within an hour of a failed
+attempt, so a site that is down is not hammered.
 
 `decide` is pure; `plan` reads the knowledge base.
 """
@@ -43,7 +44,8 @@ class SiteDue:
     due: bool
     why: str
     config: dict[str, Any] | None  # the stored helppuff.json, when there is one
-    request: str | None = None  # the pending recrawl request (crawl_requests.id), if any
+    request: str | None = None  # the waiting crawl job (crawl_requests.id), if any
+    queued: bool = False  # and its message was sent
 
 
 def _ago(delta: timedelta) -> str:
@@ -57,7 +59,8 @@ def _ago(delta: timedelta) -> str:
 def decide(schedule: str, last: dict[str, Any] | None, last_done: dict[str, Any] | None,
            now: datetime, requested: dict[str, Any] | None = None) -> tuple[bool, str]:
     """Whether a site is due, and why, from its schedule, its latest run, its latest done run and
-    its pending recrawl request (which makes it due whatever the schedule)."""
+    its waiting crawl job (`requested`: {id, asked, requested_at, queued_for}): one whose message was
+    sent is queued, not due; one never sent is due whatever the schedule (so that it is sent)."""
     interval = INTERVALS[schedule]
     if last is not None and last["status"] == "running":
         return False, f"a crawl is running (run {last['id']})"
@@ -67,8 +70,11 @@ def decide(schedule: str, last: dict[str, Any] | None, last_done: dict[str, Any]
             return False, f"the last crawl failed {_ago(now - tried)}; next try after {iso(tried + RETRY_AFTER_FAILURE)}"
     if requested is not None:
         asked = requested["asked"]
-        return True, (f"a recrawl was requested {_ago(now - parse_iso(requested['requested_at']))}"
-                      f"{f' ({asked} times)' if asked > 1 else ''}")
+        times = f" ({asked} times)" if asked > 1 else ""
+        when = _ago(now - parse_iso(requested["requested_at"]))
+        if requested.get("queued_for"):
+            return False, f"a crawl job is queued (request {requested['id']}, asked {when}{times})"
+        return True, f"a recrawl was requested {when}{times}"
     if interval is None:
         return False, "schedule: never"
     finished = parse_iso(last_done["finished_at"]) if last_done and last_done["finished_at"] else None
@@ -107,15 +113,10 @@ async def plan(kb: KnowledgeBase, now: datetime, stale_after: float) -> list[Sit
         stored = await site_settings.get_site_settings(kb, site)
         schedule, config = site_schedule(stored["settings"] if stored else None)
         requested = await kb.first(
-            "SELECT id, asked, requested_at FROM crawl_requests WHERE site = ? AND handled_at IS NULL", [site])
+            "SELECT id, asked, requested_at, queued_for FROM crawl_requests WHERE site = ? AND handled_at IS NULL "
+            "AND taken_at IS NULL", [site])
         due, why = decide(schedule, last, done, now, requested)
         verdicts.append(SiteDue(site, last["start_url"], schedule, due, why, config,
-                                requested["id"] if requested else None))
+                                requested["id"] if requested else None,
+                                bool(requested and requested["queued_for"])))
     return verdicts
-
-
-async def mark_request_handled(kb: KnowledgeBase, site: str, request_id: str, now: datetime) -> None:
-    """After a crawl that answered a recrawl request: the request is handled, by the site's latest run."""
-    await kb.query("UPDATE crawl_requests SET handled_at = ?, run_id = (SELECT id FROM crawl_runs WHERE site = ? "
-                   "ORDER BY started_at DESC, id DESC LIMIT 1) WHERE id = ? AND handled_at IS NULL",
-                   [iso(now), site, request_id])

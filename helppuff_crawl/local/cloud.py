@@ -7,13 +7,16 @@ files under a data folder:
     <data_dir>/d1/<name>.sqlite3               one SQLite file per D1 database
     <data_dir>/d1/databases.json               each database's UUID and name
     <data_dir>/vectorize/<index>.sqlite3       one exact vector index per Vectorize index
+    <data_dir>/queues/queues.sqlite3           the account's queues (helppuff_crawl.local.queues)
 
 Routes: D1 query/batch, create and list databases (paged as Cloudflare pages them: `page`,
 `per_page` 10 to 10,000, `result_info`); Vectorize v2 indexes (create, list, get, info, delete),
 metadata indexes (create, list), upsert/insert (NDJSON), query, get_by_ids, delete_by_ids
 (helppuff_crawl.local.vectorize: mutations apply `vectorize_delay` seconds after they are accepted,
 in order, as Cloudflare applies them asynchronously); Workers AI `run` for the models this machine
-has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare), and chat models
+has (helppuff_crawl.local.ai; any other model is error 5007, as on Cloudflare); Queues (create, list,
+get, consumers, push, batch push, pull, ack: helppuff_crawl.local.queues, shared by every process
+that opens the folder, so many `helppuff worker`s pull from one queue); and chat models
 through an OpenAI-compatible server when one is configured (helppuff_crawl.local.chat). The model
 path is taken as sent: one whose `/` are escaped (`@cf%2Fbaai%2Fbge-m3`, as Cloudflare's SDK sends
 it) is not routed, HTTP 400, 7000 "No route for that URI", as Cloudflare answers it.
@@ -49,6 +52,7 @@ from helppuff_crawl.deploy.state import LOCAL_ACCOUNT
 from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.d1 import MIGRATIONS_DIR, D1Error, LocalD1
 from helppuff_crawl.local.errors import AIError
+from helppuff_crawl.local.queues import LocalQueues, QueueError
 from helppuff_crawl.local.ratelimit import RateLimiter
 from helppuff_crawl.local.vectorize import (
     INDEX_NAME,
@@ -68,6 +72,16 @@ _D1_DATABASES = re.compile(_ACCOUNT + r"/d1/database$")
 _INDEXES = re.compile(_ACCOUNT + r"/vectorize/v2/indexes$")
 _INDEX = re.compile(_ACCOUNT + r"/vectorize/v2/indexes/(?P<index>[^/]+)(?P<action>/.*)?$")
 _AI_RUN = re.compile(_ACCOUNT + r"/ai/run/(?P<model>.+)$")
+_QUEUES = re.compile(_ACCOUNT + r"/queues$")
+_QUEUE = re.compile(_ACCOUNT + r"/queues/(?P<queue>[^/]+)(?P<action>/.*)?$")
+# Queues routes under /queues/{id}: (method, action) -> LocalQueues method name (those with a body).
+_QUEUE_ROUTES = {
+    ("POST", "/consumers"): "create_consumer",
+    ("POST", "/messages"): "push",
+    ("POST", "/messages/batch"): "push_batch",
+    ("POST", "/messages/pull"): "pull",
+    ("POST", "/messages/ack"): "ack",
+}
 # The D1 list's paging (developers.cloudflare.com/api/resources/d1/subresources/database/methods/list/);
 # the default page size is not documented, and the client always sends one.
 D1_LIST_MIN_PER_PAGE = 10
@@ -130,6 +144,7 @@ class LocalCloud:
         self.ai = ai if ai is not None else LocalAI()
         self._databases: dict[str, LocalD1] = {}
         self._indexes: dict[str, LocalVectorIndex] = {}
+        self._queues: LocalQueues | None = None
         self._lock = threading.Lock()
 
     # --- D1 databases: a registry of UUID -> name ---------------------------------------
@@ -225,6 +240,14 @@ class LocalCloud:
     def _index_path(self, name: str) -> Path:
         return self.data_dir / "vectorize" / f"{name}.sqlite3"
 
+    @property
+    def queues(self) -> LocalQueues:
+        """The account's queues, opened on first use."""
+        with self._lock:
+            if self._queues is None:
+                self._queues = LocalQueues(self.data_dir / "queues" / "queues.sqlite3")
+            return self._queues
+
     def handle(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
         if self.rate_limiter is not None and (refused := self.rate_limiter.refuse()) is not None:
             return refused
@@ -236,6 +259,8 @@ class LocalCloud:
         except VectorizeError as exc:
             return _error(exc.status, exc.code, exc.message)
         except AIError as exc:
+            return _error(exc.status, exc.code, exc.message)
+        except QueueError as exc:
             return _error(exc.status, exc.code, exc.message)
 
     def _route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: dict[str, str]) -> Response:
@@ -259,6 +284,19 @@ class LocalCloud:
             if "%2f" in match["model"].lower():  # the SDK's escaped `/`: Cloudflare does not route it
                 return _error(400, 7000, "No route for that URI")
             return _envelope(self.ai.run(match["model"], _json_body(body)))
+        if _QUEUES.match(path):
+            if method == "POST":
+                return _envelope(self.queues.create_queue(_queue_body(body)))
+            if method == "GET":
+                return _envelope(self.queues.list_queues(query.get("name")))
+        if match := _QUEUE.match(path):
+            action = match["action"] or ""
+            if (method, action) == ("GET", ""):
+                return _envelope(self.queues.get_queue(match["queue"]))
+            if (method, action) == ("GET", "/consumers"):
+                return _envelope(self.queues.list_consumers(match["queue"]))
+            if name := _QUEUE_ROUTES.get((method, action)):
+                return _envelope(getattr(self.queues, name)(match["queue"], _queue_body(body)))
         return _error(404, 7003, f"Could not route to {path}, perhaps your object identifier is invalid?")
 
     # --- D1 -----------------------------------------------------------------------------
@@ -430,6 +468,9 @@ class LocalCloud:
             for index in self._indexes.values():
                 index.close()
             self._indexes.clear()
+            if self._queues is not None:
+                self._queues.close()
+                self._queues = None
 
 
 class _D1Refusal(Exception):
@@ -438,6 +479,13 @@ class _D1Refusal(Exception):
     def __init__(self, status: int, code: int, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+def _queue_body(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"{}")
+    except ValueError as exc:
+        raise QueueError(400, 10208, "the request body is not valid JSON") from exc
 
 
 def _whole(text: str) -> int | None:

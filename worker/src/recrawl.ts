@@ -85,7 +85,7 @@ export async function recrawlRoute(request: Request, db: SqlDatabase, site: stri
   try {
     const [queued] = await db.all<{ id: string; asked: number; urls: string }>(
       `INSERT INTO crawl_requests (id, site, urls, requested_at, last_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (site) WHERE handled_at IS NULL DO UPDATE SET asked = asked + 1, last_at = excluded.last_at,
+       ON CONFLICT (site) WHERE handled_at IS NULL AND taken_at IS NULL DO UPDATE SET asked = asked + 1, last_at = excluded.last_at,
          urls = (SELECT json_group_array(value) FROM (SELECT DISTINCT value FROM (
                    SELECT value FROM json_each(crawl_requests.urls) UNION ALL SELECT value FROM json_each(excluded.urls))
                  LIMIT ${MAX_URLS}))

@@ -1,0 +1,131 @@
+"""The crawl queue: Cloudflare Queues with an HTTP pull consumer, or the local cloud's on this machine.
+
+Found by name (HELPPUFF_QUEUE) in the state file, as the D1 database is. On Cloudflare, `helppuff
+deploy` creates the queue, its dead-letter queue (HELPPUFF_QUEUE_DEAD_LETTER) and the pull consumer;
+without them a command that needs the queue is one line naming `helppuff deploy`. The local cloud has no
+account to deploy to: the queue and its consumer are made on first use, and recorded.
+
+The consumer's settings: batch_size 1 (a crawl is long; a worker takes one job at a time),
+max_retries HELPPUFF_QUEUE_MAX_RETRIES, visibility_timeout_ms HELPPUFF_QUEUE_VISIBILITY.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
+from helppuff_crawl.kb.database import (
+    DEPLOY_HINT,
+    BackendConfig,
+    KnowledgeBase,
+    NotDeployed,
+)
+from helppuff_crawl.kb.jobs import Sender
+
+logger = logging.getLogger(__name__)
+
+QUEUE_EXISTS = 11009  # Queues' "a queue with this name already exists"
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    name: str
+    dead_letter: str
+    visibility: float  # seconds
+    max_retries: int
+    poll: float
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> QueueConfig:
+        name = str(settings.get("HELPPUFF_QUEUE") or "")
+        dead = str(settings.get("HELPPUFF_QUEUE_DEAD_LETTER") or "")
+        if not name or name == dead:
+            raise ValueError("HELPPUFF_QUEUE must name the crawl queue, and HELPPUFF_QUEUE_DEAD_LETTER another queue")
+        visibility = float(settings.get("HELPPUFF_QUEUE_VISIBILITY"))
+        if not 1 <= visibility <= 12 * 3600:
+            raise ValueError(f"HELPPUFF_QUEUE_VISIBILITY must be 1 to 43,200 seconds (12 hours), got {visibility}")
+        retries = int(settings.get("HELPPUFF_QUEUE_MAX_RETRIES"))
+        if not 0 <= retries <= 100:
+            raise ValueError(f"HELPPUFF_QUEUE_MAX_RETRIES must be 0 to 100, got {retries}")
+        poll = float(settings.get("HELPPUFF_QUEUE_POLL"))
+        if poll <= 0:
+            raise ValueError(f"HELPPUFF_QUEUE_POLL must be > 0 seconds, got {poll}")
+        return cls(name, dead, visibility, retries, poll)
+
+    def consumer_settings(self) -> dict[str, Any]:
+        return {"batch_size": 1, "max_retries": self.max_retries,
+                "visibility_timeout_ms": int(self.visibility * 1000)}
+
+
+class CrawlQueue(Sender):
+    """One queue, by id, through the project's client."""
+
+    def __init__(self, client: CloudflareClient, queue_id: str, config: QueueConfig) -> None:
+        self.client = client
+        self.queue_id = queue_id
+        self.config = config
+
+    async def send(self, body: str, delay_seconds: float) -> None:
+        await self.client.queue_send(self.queue_id, body, delay_seconds)
+
+    async def pull(self, batch_size: int = 1) -> tuple[list[dict[str, Any]], int]:
+        return await self.client.queue_pull(self.queue_id, batch_size, int(self.config.visibility * 1000))
+
+    async def ack(self, lease_id: str) -> None:
+        await self.client.queue_ack(self.queue_id, acks=[lease_id])
+
+    async def retry(self, lease_id: str, delay_seconds: float) -> None:
+        await self.client.queue_ack(self.queue_id, retries=[(lease_id, max(0.0, min(delay_seconds, 12 * 3600)))])
+
+
+async def _find(client: CloudflareClient, name: str) -> Mapping[str, Any] | None:
+    return next((q for q in await client.queues_list() if q.get("queue_name") == name), None)
+
+
+async def ensure_queue(client: CloudflareClient, config: QueueConfig) -> tuple[str, list[str]]:
+    """The crawl queue's id, with its dead-letter queue and pull consumer made when absent; and what was made."""
+    made: list[str] = []
+    for name in (config.dead_letter, config.name):
+        if await _find(client, name) is None:
+            try:
+                await client.queue_create(name)
+                made.append(f"queue {name}")
+            except CloudflareError as exc:
+                if QUEUE_EXISTS not in exc.codes:  # made meanwhile by another process
+                    raise
+    queue = await _find(client, config.name)
+    if queue is None:
+        raise CloudflareError(f"queue {config.name}", 200, [{"code": None, "message": "not listed after it was created"}])
+    queue_id = str(queue["queue_id"])
+    consumers = await client.queue_consumers(queue_id)
+    if not any(c.get("type") == "http_pull" for c in consumers):
+        if consumers:
+            raise CloudflareError(f"queue {config.name}", 409, [{"code": None, "message": (
+                "the queue has a Worker consumer; remove it (`wrangler queues consumer worker remove`) so that "
+                "crawl containers can pull from it")}])
+        try:
+            await client.queue_create_pull_consumer(queue_id, config.consumer_settings(), config.dead_letter)
+            made.append(f"HTTP pull consumer on {config.name}")
+        except CloudflareError as exc:
+            if exc.status != 409:
+                raise
+    return queue_id, made
+
+
+async def open_queue(kb: KnowledgeBase, settings: Any) -> CrawlQueue:
+    """The crawl queue of the knowledge base's backend (NotDeployed on Cloudflare before a deploy)."""
+    config = QueueConfig.from_settings(settings)
+    backend: BackendConfig | None = kb.config
+    if backend is None:
+        raise ValueError("the crawl queue is found through the backend's state file: open the knowledge base with one")
+    recorded = backend.state.queue_id(backend.account, config.name)
+    if recorded:
+        return CrawlQueue(kb.client, recorded, config)
+    if backend.remote:
+        raise NotDeployed(f"queue {config.name} has no id in {backend.state.path}: {DEPLOY_HINT}")
+    queue_id, _ = await ensure_queue(kb.client, config)
+    backend.state.record_queue(backend.account, config.name, queue_id)
+    return CrawlQueue(kb.client, queue_id, config)
