@@ -87,6 +87,8 @@ ITEM_PIPELINES = {
 # The run row in D1, and the knowledge base the pipelines record into.
 EXTENSIONS = {
     "helppuff_crawl.extensions.run.CrawlRun": 0,
+    # After the last page: the pages that failed for a passing reason become a delayed retry job.
+    "helppuff_crawl.extensions.retry_jobs.RetryJobs": 5,
     # CPU per stage in the stats, only when HELPPUFF_PROFILE_STAGES is on (bench/pipeline.py).
     "helppuff_crawl.extensions.profile.StageProfile": 10,
 }
@@ -220,6 +222,8 @@ HELPPUFF_QUEUE_VISIBILITY = 600.0
 # Times a job is taken again after its crawl failed (each after HELPPUFF_RETRY_DELAYS), before it is
 # given up (dead, with its reason, in `helppuff status`); the consumer's max_retries.
 HELPPUFF_QUEUE_MAX_RETRIES = 3
+# After a crawl, queue its pages that failed for a passing reason as one retry job (+15 min, then +2 h).
+HELPPUFF_QUEUE_RETRIES = True
 # `helppuff worker`: seconds between pulls while the queue is empty.
 HELPPUFF_QUEUE_POLL = 5.0
 

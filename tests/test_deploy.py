@@ -80,11 +80,19 @@ def test_deploy_then_crawl_with_no_id_set_by_hand(serve_site, cloudflare, tmp_pa
     applied = cloud.database(database["uuid"]).query([("SELECT name FROM d1_migrations ORDER BY name", [])])
     assert [row["name"] for row in applied[0]["results"]] == [f.name for f in migration_files()]
     assert DeployState(tmp_path / "kb").database_id(ACCOUNT, "helppuff") == database["uuid"]
+    # The crawl queue, its dead-letter queue and its HTTP pull consumer, recorded.
+    queues = {q["queue_name"]: q for q in cloud.queues.list_queues()}
+    assert sorted(queues) == ["helppuff-crawl", "helppuff-crawl-dead"]
+    assert report["queue_id"] == queues["helppuff-crawl"]["queue_id"] == DeployState(tmp_path / "kb").queue_id(
+        ACCOUNT, "helppuff-crawl")
+    (consumer,) = queues["helppuff-crawl"]["consumers"]
+    assert consumer["type"] == "http_pull" and consumer["dead_letter_queue"] == "helppuff-crawl-dead"
+    assert consumer["settings"]["batch_size"] == 1
 
     again = json.loads(_helppuff(tmp_path, "deploy", "--site", "acme", "--no-worker", "--json", *model,
                                  api=api).stdout)
-    assert (again["d1_database_id"], again["d1_created"], again["index_created"], again["migrations"]) == (
-        database["uuid"], False, False, [])  # idempotent
+    assert (again["d1_database_id"], again["d1_created"], again["index_created"], again["migrations"],
+            again["queue_made"]) == (database["uuid"], False, False, [], [])  # idempotent
     assert len(cloud.databases()) == 1
 
     crawl = _helppuff(tmp_path, "crawl", site.url, "--site", "acme", "--render-js", "never", *model, api=api)
@@ -92,6 +100,8 @@ def test_deploy_then_crawl_with_no_id_set_by_hand(serve_site, cloudflare, tmp_pa
     learned = cloud.database(database["uuid"]).query(
         [("SELECT COUNT(*) AS n FROM pages WHERE site = 'acme' AND status = 'ok'", [])])[0]["results"]
     assert learned[0]["n"] >= 15
+    # Its failed pages' retry job went to Cloudflare's queue.
+    assert cloud.queues.pull(report["queue_id"], {})["message_backlog_count"] == 1
 
 
 def test_a_stale_id_is_one_line_naming_deploy(cloudflare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -183,6 +183,8 @@ def test_a_question_the_site_cannot_answer_is_a_gap_the_owner_answers(loop: Loop
 
 def test_a_recrawl_request_through_the_worker_makes_the_site_due(loop: Loop) -> None:
     secret = "0123456789abcdef-recrawl"
+    with sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3") as db:
+        db.execute("DELETE FROM crawl_requests")  # the loop's crawl queued a retry of its failed pages
     _helppuff(loop, "settings", "set", "-", "--site", "acme",
               stdin=json.dumps({"allowNoOrigin": True, "knowledge": {"recrawlSecret": secret}}))
     try:

@@ -1,4 +1,5 @@
-"""`helppuff status [--site S] [--json]`: the runs and page counts in the knowledge base."""
+"""`helppuff status [--site S] [--json]`: the runs and page counts in the knowledge base, and each
+site's crawl jobs: those waiting or running, and those given up (dead) with their reasons."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def collect(settings: Any, site: str | None, with_pages: bool) -> dict[str, Any]:
-    from helppuff_crawl.kb import pages, runs
+    from helppuff_crawl.kb import jobs, pages, runs
     from helppuff_crawl.kb.database import KnowledgeBase
 
     kb = KnowledgeBase.from_settings(settings)
@@ -31,7 +32,10 @@ async def collect(settings: Any, site: str | None, with_pages: bool) -> dict[str
             counts = {row["status"]: row["pages"] for row in await pages.status_counts(kb, name)}
             last = await runs.last_run(kb, name)
             entry: dict[str, Any] = {"site": name, "pages": counts, "total": sum(counts.values()),
-                                     "last_run": _run_summary(last)}
+                                     "last_run": _run_summary(last),
+                                     "jobs": [{**job, "urls": json.loads(job["urls"] or "[]")}
+                                              for job in await jobs.open_jobs(kb, name)],
+                                     "dead_jobs": await jobs.dead_jobs(kb, name, limit=5)}
             if with_pages:
                 entry["page_list"] = [
                     {k: row[k] for k in ("url", "category", "ticked", "status", "reason", "http_status", "title")}
@@ -66,6 +70,18 @@ def run(args: argparse.Namespace) -> int:
         if last:
             print(f"  last run {last['id']}: {last['status']} ({last['reason']}), "
                   f"{last['pages_ok']} learned of {last['pages_ticked']} ticked")
+        for job in entry["jobs"]:
+            pages_named = f", {len(job['urls'])} pages" if job["urls"] else ""
+            if job["taken_at"] and job["beat_at"]:
+                state = f"taken by {job['taken_by']} at {job['taken_at']} (alive at {job['beat_at']})"
+            elif job["taken_at"]:
+                state = f"waiting for its next delivery after {job['attempts']} tries"
+            else:
+                state = f"waiting, due {job['not_before']}" + ("" if job["queued_for"] else ", not sent yet")
+            print(f"  job {job['id']} ({job['kind']}{pages_named}): {state}; {job['reason']}")
+        for job in entry["dead_jobs"]:
+            print(f"  dead job {job['id']} ({job['kind']}), given up {job['dead_at']} after {job['attempts']} "
+                  f"tries: {job['dead_reason']}")
         for page in entry.get("page_list", []):
             print(f"  {page['status']:<9} {page['category']:<12} {page['url']}  {page['reason']}")
     return 0

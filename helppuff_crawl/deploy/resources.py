@@ -1,5 +1,7 @@
 """The data side of a deploy: the D1 database, its migrations, the Vectorize index and its metadata
-indexes, and the site's row, each found or created, in that order.
+indexes, the site's row, and the crawl queue (with its dead-letter queue and HTTP pull consumer,
+kb/crawl_queue.py), each found or created, in that order; the database's and the queue's ids are
+recorded in the state file.
 
 The order matters: Vectorize filters only the vectors upserted after a metadata index exists, so the
 index and its `category` metadata index come before any crawl writes a vector. A dry run only
@@ -12,6 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from helppuff_crawl.kb.crawl_queue import QueueConfig, ensure_queue
 from helppuff_crawl.kb.database import (
     BackendConfig,
     KnowledgeBase,
@@ -37,6 +40,9 @@ class DataPlan:
     index_created: bool = False
     model: str = ""
     dimensions: int = 0
+    queue: str = ""
+    queue_id: str | None = None
+    queue_made: list[str] = field(default_factory=list)  # made now, or (dry run) to be made
     dry_run: bool = False
 
     def lines(self) -> list[str]:
@@ -50,13 +56,16 @@ class DataPlan:
             f"  migrations: {', '.join(self.migrations) + (' pending' if self.dry_run else ' applied') if self.migrations else 'up to date'}",
             f"  Vectorize {self.index} ({self.dimensions} dimensions, {self.model}, namespace {self.site})"
             f"{f': {verb}, with its category metadata index' if self.index_created else ''}",
+            f"  queue {self.queue}{f' {self.queue_id}' if self.queue_id else ''}"
+            f"{f': {verb} ' + ', '.join(self.queue_made) if self.queue_made else ''}",
         ]
 
     def as_dict(self) -> dict[str, Any]:
         return {"site": self.site, "remote": self.remote, "d1_database": self.database,
                 "d1_database_id": self.database_id, "d1_created": self.database_created,
                 "migrations": self.migrations, "vector_index": self.index, "index_created": self.index_created,
-                "model": self.model, "dimensions": self.dimensions, "namespace": self.site, "dry_run": self.dry_run}
+                "model": self.model, "dimensions": self.dimensions, "namespace": self.site, "queue": self.queue,
+                "queue_id": self.queue_id, "queue_made": self.queue_made, "dry_run": self.dry_run}
 
 
 async def deploy_data(settings: Any, site: str, *, dry_run: bool = False) -> DataPlan:
@@ -65,11 +74,15 @@ async def deploy_data(settings: Any, site: str, *, dry_run: bool = False) -> Dat
     index = IndexConfig.from_settings(settings, backend.remote)
     kb = KnowledgeBase.open(backend)
     writer = KnowledgeWriter(kb, index)
+    queue = QueueConfig.from_settings(settings)
     plan = DataPlan(site=site, remote=backend.remote, database=backend.database, index=index.index,
-                    model=index.model, dimensions=index.dimensions, dry_run=dry_run)
+                    model=index.model, dimensions=index.dimensions, queue=queue.name, dry_run=dry_run)
     try:
         if dry_run:
             await _look(kb, writer, backend, plan)
+            listed = {q.get("queue_name"): q for q in await kb.client.queues_list()}
+            plan.queue_id = str(listed[queue.name]["queue_id"]) if queue.name in listed else None
+            plan.queue_made = [f"queue {name}" for name in (queue.dead_letter, queue.name) if name not in listed]
             return plan
         from helppuff_crawl.kb.migrations import apply_migrations
 
@@ -79,6 +92,8 @@ async def deploy_data(settings: Any, site: str, *, dry_run: bool = False) -> Dat
         await writer.ensure_index()
         await writer.claim_site(site)
         await writer.wait_for_writes()  # the metadata index in place before any vector is written
+        plan.queue_id, plan.queue_made = await ensure_queue(kb.client, queue)
+        backend.state.record_queue(backend.account, queue.name, plan.queue_id)
         return plan
     finally:
         await kb.close()

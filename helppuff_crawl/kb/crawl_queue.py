@@ -6,7 +6,11 @@ without them a command that needs the queue is one line naming `helppuff deploy`
 account to deploy to: the queue and its consumer are made on first use, and recorded.
 
 The consumer's settings: batch_size 1 (a crawl is long; a worker takes one job at a time),
-max_retries HELPPUFF_QUEUE_MAX_RETRIES, visibility_timeout_ms HELPPUFF_QUEUE_VISIBILITY.
+visibility_timeout_ms HELPPUFF_QUEUE_VISIBILITY, and max_retries MAX_DELIVERIES - 1: deliveries, not
+failed crawls. A job running longer than the visibility timeout is delivered again and put back while
+its taker beats, and each of those counts; the job's own failures are counted on its row, which gives
+it up after HELPPUFF_QUEUE_MAX_RETRIES (kb/jobs.py, `helppuff worker`). So the dead-letter queue only
+receives what no worker could ever take (e.g. workers killed mid-job time after time).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from helppuff_crawl.kb.jobs import Sender
 logger = logging.getLogger(__name__)
 
 QUEUE_EXISTS = 11009  # Queues' "a queue with this name already exists"
+MAX_DELIVERIES = 20
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,12 @@ class QueueConfig:
         return cls(name, dead, visibility, retries, poll)
 
     def consumer_settings(self) -> dict[str, Any]:
-        return {"batch_size": 1, "max_retries": self.max_retries,
-                "visibility_timeout_ms": int(self.visibility * 1000)}
+        return consumer_settings(self.visibility)
+
+
+def consumer_settings(visibility: float) -> dict[str, Any]:
+    """The crawl queue's HTTP pull consumer (`visibility`: seconds)."""
+    return {"batch_size": 1, "max_retries": MAX_DELIVERIES - 1, "visibility_timeout_ms": int(visibility * 1000)}
 
 
 class CrawlQueue(Sender):

@@ -250,6 +250,12 @@ async def give_up(kb: KnowledgeBase, request_id: str, why: str, run_id: str | No
                    "run_id = COALESCE(?4, run_id) WHERE id = ?1", [request_id, now, why[:MAX_REASON], run_id])
 
 
+async def open_jobs(kb: KnowledgeBase, site: str) -> list[dict[str, Any]]:
+    """The site's jobs not handled yet: waiting, or taken by a worker."""
+    return await kb.query("SELECT id, kind, urls, reason, not_before, queued_for, taken_at, taken_by, beat_at, attempts "
+                          "FROM crawl_requests WHERE site = ? AND handled_at IS NULL ORDER BY requested_at", [site])
+
+
 async def dead_jobs(kb: KnowledgeBase, site: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
     """The latest jobs given up, with their reasons."""
     where, params = ("WHERE dead_at IS NOT NULL AND site = ?", [site]) if site else ("WHERE dead_at IS NOT NULL", [])

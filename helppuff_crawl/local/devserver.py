@@ -51,7 +51,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
+from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
+from helppuff_crawl.kb.crawl_queue import consumer_settings
 
 if TYPE_CHECKING:
     from helppuff_crawl.local.chat import ChatServerConfig
@@ -244,6 +246,11 @@ class DevServer:
         # D1 addresses a database by UUID: the one the crawl recorded, found by name or created.
         self.database_id = cloud.database_named(self.options.database)
         DeployState(self.options.data_dir).record_database(LOCAL_ACCOUNT, self.options.database, self.database_id)
+        # The crawl queue, for the recrawl webhook's jobs: found by name or made, and recorded.
+        self.queue_id = cloud.queues.ensure_pull_queue(
+            declared_settings.HELPPUFF_QUEUE, declared_settings.HELPPUFF_QUEUE_DEAD_LETTER,
+            consumer_settings(declared_settings.HELPPUFF_QUEUE_VISIBILITY))
+        DeployState(self.options.data_dir).record_queue(LOCAL_ACCOUNT, declared_settings.HELPPUFF_QUEUE, self.queue_id)
         self.token = secrets.token_urlsafe(24)
         self._server, self.cloud_url = serve_local_cloud(cloud, LOOPBACK, self.options.cloud_port, token=self.token)
         self._warmup = threading.Thread(target=self._load_models, args=(cloud,), name="helppuff-warmup", daemon=True)
@@ -256,6 +263,7 @@ class DevServer:
             f"HELPPUFF_LOCAL_CLOUD_URL={self.cloud_url.removesuffix('/client/v4')}\n"
             f"HELPPUFF_LOCAL_CLOUD_TOKEN={self.token}\n"
             f"HELPPUFF_D1_DATABASE_ID={self.database_id}\n"
+            f"HELPPUFF_QUEUE_ID={self.queue_id}\n"
             f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n",
             encoding="utf-8",
         )

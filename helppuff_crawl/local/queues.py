@@ -29,6 +29,7 @@ schema, 10208 body not JSON.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import secrets
@@ -210,6 +211,23 @@ class LocalQueues:
             return self._consumer(row, queue["name"])
 
         return self._write(create)
+
+    def ensure_pull_queue(self, name: str, dead_letter: str, settings: dict[str, Any]) -> str:
+        """The id of queue `name`, made when absent with `dead_letter` and an HTTP pull consumer with
+        `settings` (as `helppuff deploy` makes them on Cloudflare; for `helppuff serve`)."""
+
+        def ensure(db: sqlite3.Connection) -> str:
+            for queue_name in (dead_letter, name):
+                if db.execute("SELECT 1 FROM queues WHERE name = ?", [queue_name]).fetchone() is None:
+                    self._insert_queue(db, queue_name)
+            return db.execute("SELECT id FROM queues WHERE name = ?", [name]).fetchone()["id"]
+
+        queue_id: str = self._write(ensure)
+        if not self.list_consumers(queue_id):
+            with contextlib.suppress(QueueError):  # added meanwhile by another process
+                self.create_consumer(queue_id, {"type": "http_pull", "dead_letter_queue": dead_letter,
+                                                "settings": settings})
+        return queue_id
 
     def list_consumers(self, queue_id: str) -> list[dict[str, Any]]:
         with self._lock:

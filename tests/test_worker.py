@@ -1,0 +1,193 @@
+"""`helppuff worker`s as real processes on one local cloud queue: two side by side take each job once;
+one killed with kill -9 mid-job leaves its job to another after the visibility timeout, with no run
+left running; SIGTERM finishes in hand, records the run stopped and puts the job back; a job that
+keeps failing ends dead with its reason in `helppuff status`; a crawl's failed pages come back as a
+delayed retry job."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helppuff_crawl.clock import iso, utc_now
+from tests.conftest import kb_rows, run_helppuff
+
+HELPPUFF = str(Path(sys.executable).parent / "helppuff")
+ROOT = Path(__file__).parent.parent
+SMALL = {"knowledge": {"website": {"renderJs": "never", "maxPages": 4}}}
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "HELPPUFF_DATA_DIR": str(tmp_path / "kb"), "CLOUDFLARE_API_TOKEN": "",
+            "CLOUDFLARE_ACCOUNT_ID": "", "HELPPUFF_EMBED_MODEL": "@local/all-minilm-l6-v2", **extra}
+
+
+def _known_sites(tmp_path: Path, start_url: str, sites: list[str], config: dict[str, Any] = SMALL) -> None:
+    """Sites the knowledge base knows: a finished run each (where a crawl starts), and their helppuff.json."""
+    assert run_helppuff(tmp_path, "status").returncode == 0  # the database, with its migrations
+    with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:
+        for site in sites:
+            db.execute("INSERT INTO crawl_runs (id, site, start_url, status, started_at, finished_at, heartbeat_at) "
+                       "VALUES (?, ?, ?, 'done', '2026-11-01T10:00:00Z', '2026-11-01T10:05:00Z', "
+                       "'2026-11-01T10:05:00Z')", [f"seed-{site}", site, start_url])
+            db.execute("INSERT INTO site_settings (site, settings, updated_at) VALUES (?, ?, '2026-11-01T10:00:00Z')",
+                       [site, json.dumps(config)])
+
+
+def _recrawl(tmp_path: Path, site: str, *args: str) -> str:
+    done = run_helppuff(tmp_path, "recrawl", "--site", site, *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()[1]  # "job <id> for <site>: ..."
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str, **env: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen([HELPPUFF, "worker", *args], cwd=ROOT, env=_env(tmp_path, **env),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def _wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _jobs(tmp_path: Path) -> list[dict[str, Any]]:
+    return kb_rows(tmp_path / "kb", "SELECT * FROM crawl_requests ORDER BY requested_at, id")
+
+
+def test_two_workers_take_each_job_once(serve_site, tmp_path: Path, workers) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    sites = [f"shop{i}" for i in range(4)]
+    _known_sites(tmp_path, server.url, sites)
+    requests = [_recrawl(tmp_path, site) for site in sites]
+    pair = [workers("-s", "HELPPUFF_QUEUE_POLL=0.3", "-s", "HELPPUFF_QUEUE_RETRIES=false") for _ in range(2)]
+    _wait(lambda: all(job["handled_at"] for job in _jobs(tmp_path)), 240, "every job handled")
+    for process in pair:
+        process.send_signal(signal.SIGTERM)
+    outputs = [process.communicate(timeout=60) for process in pair]
+    assert [process.returncode for process in pair] == [0, 0], outputs
+    lines = [line for out, _ in outputs for line in out.splitlines()]
+    assert sorted(line.split()[1] for line in lines) == sorted(requests)  # each job once, by one worker
+    assert all("done (finished)" in line for line in lines), lines
+    assert all(out.strip() for out, _ in outputs), "both workers took jobs"
+    runs = kb_rows(tmp_path / "kb", "SELECT site, status, COUNT(*) AS n FROM crawl_runs WHERE id NOT LIKE 'seed-%' "
+                                    "GROUP BY site, status ORDER BY site")
+    assert [(r["site"], r["status"], r["n"]) for r in runs] == [(site, "done", 1) for site in sites]
+    handled = {job["id"]: job for job in _jobs(tmp_path)}
+    takers = {handled[request]["taken_by"] for request in requests}
+    assert len(takers) == 2 and all(handled[r]["run_id"] for r in requests)
+
+
+def test_a_worker_killed_mid_job_leaves_it_to_another(serve_site, tmp_path: Path, workers) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    _known_sites(tmp_path, server.url, ["slow"], {"knowledge": {"website": {"renderJs": "never", "maxPages": 8}}})
+    request = _recrawl(tmp_path, "slow")
+    fast_expiry = ("-s", "HELPPUFF_QUEUE_VISIBILITY=4", "-s", "HELPPUFF_RUN_STALE_AFTER=3",
+                   "-s", "HELPPUFF_RUN_HEARTBEAT=1", "-s", "HELPPUFF_QUEUE_POLL=0.3", "-s", "DOWNLOAD_DELAY=1",
+                   "-s", "HELPPUFF_QUEUE_RETRIES=false")
+    first = workers(*fast_expiry)
+    running = _wait(lambda: kb_rows(tmp_path / "kb", "SELECT id, pid FROM crawl_runs WHERE status = 'running'"),
+                    60, "the first worker's crawl to start")
+    crawl_pid = int(running[0]["pid"])
+    first.kill()  # kill -9: no ack, no release
+    first.communicate()
+    _wait(lambda: not _alive(crawl_pid), 10, "the crawl to die with its worker")
+    assert _jobs(tmp_path)[0]["handled_at"] is None
+
+    second = workers(*fast_expiry)
+    job = _wait(lambda: next((j for j in _jobs(tmp_path) if j["handled_at"]), None), 120, "the job redone")
+    second.send_signal(signal.SIGTERM)
+    out, err = second.communicate(timeout=60)
+    assert out.startswith(f"job {request} (slow, full): run ") and "done (finished)" in out, out + err
+    assert job["attempts"] == 2 and job["taken_by"].endswith(f":{second.pid}")
+    runs = kb_rows(tmp_path / "kb", "SELECT id, status, reason FROM crawl_runs WHERE id NOT LIKE 'seed-%' "
+                                    "ORDER BY started_at, id")
+    assert [r["status"] for r in runs] == ["failed", "done"] and runs[0]["reason"].startswith("abandoned: ")
+    assert runs[1]["id"] == job["run_id"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_stops_the_crawl_and_puts_the_job_back(serve_site, tmp_path: Path, workers) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    _known_sites(tmp_path, server.url, ["slow"], {"knowledge": {"website": {"renderJs": "never", "maxPages": 10}}})
+    request = _recrawl(tmp_path, "slow")
+    worker = workers("-s", "DOWNLOAD_DELAY=1", "-s", "HELPPUFF_QUEUE_RETRIES=false")
+    _wait(lambda: kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE status = 'running'"), 60, "the crawl")
+    time.sleep(2)  # a page or two in hand
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=90)
+    assert worker.returncode == 0, err
+    assert out.startswith(f"job {request} (slow, full): interrupted (run ") and "back in the queue" in out, out
+    stopped = kb_rows(tmp_path / "kb", "SELECT status, reason, pages_found FROM crawl_runs WHERE status != 'done' "
+                                       "OR id NOT LIKE 'seed-%'")
+    assert len(stopped) == 1 and stopped[0]["status"] == "failed" and "shutdown" in stopped[0]["reason"]
+    # Put back at once: the next worker takes it and finishes it.
+    again = run_helppuff(tmp_path, "worker", "--once", "-s", "HELPPUFF_QUEUE_RETRIES=false")
+    assert again.returncode == 0 and again.stdout.startswith(f"job {request} (slow, full): run "), again.stdout
+    assert _jobs(tmp_path)[0]["handled_at"] and _jobs(tmp_path)[0]["attempts"] == 2
+
+
+def test_a_job_that_keeps_failing_is_given_up_with_its_reason(tmp_path: Path, workers) -> None:  # type: ignore[no-untyped-def]
+    _known_sites(tmp_path, "http://127.0.0.1:9/", ["down"])  # nothing listens on port 9
+    request = _recrawl(tmp_path, "down")
+    worker = workers("-s", "HELPPUFF_QUEUE_MAX_RETRIES=1", "-s", "HELPPUFF_RETRY_DELAYS=1",
+                     "-s", "HELPPUFF_QUEUE_POLL=0.3", "-s", "HELPPUFF_QUEUE_RETRIES=false",
+                     "-s", "RETRY_TIMES=0", "-s", "DOWNLOAD_TIMEOUT=3")
+    _wait(lambda: _jobs(tmp_path)[0]["dead_at"], 180, "the job given up")
+    worker.send_signal(signal.SIGTERM)
+    out, _ = worker.communicate(timeout=60)
+    lines = out.splitlines()
+    assert lines[0].startswith(f"job {request} (down, full): failed (run ") and "tried again in 1 s" in lines[0]
+    assert lines[1].startswith(f"job {request} (down, full): given up: failed 2 times; last: run ")
+    status = run_helppuff(tmp_path, "status", "--site", "down")
+    assert f"dead job {request} (full), given up" in status.stdout and "after 2 tries: failed 2 times" in status.stdout
+    assert json.loads(run_helppuff(tmp_path, "status", "--json").stdout)["sites"][0]["dead_jobs"][0]["id"] == request
+
+
+def test_failed_pages_come_back_as_one_delayed_retry_job(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    crawled = run_helppuff(tmp_path, "crawl", server.url, "--site", "acme", "--render-js", "never")
+    assert crawled.returncode == 0, crawled.stderr
+    failed = kb_rows(tmp_path / "kb", "SELECT url, next_retry_at FROM pages WHERE next_retry_at IS NOT NULL ORDER BY url")
+    assert failed, "the fixture site has pages that fail (a 503)"
+    jobs = [job for job in _jobs(tmp_path) if job["handled_at"] is None]
+    assert len(jobs) == 1 and jobs[0]["kind"] == "retry" and jobs[0]["queued_for"] == jobs[0]["not_before"]
+    assert sorted(json.loads(jobs[0]["urls"])) == [row["url"] for row in failed]
+    assert jobs[0]["not_before"] == min(row["next_retry_at"] for row in failed) > iso(utc_now())
+    # Not due: a worker takes nothing yet; a full recrawl asked now replaces it, due at once.
+    assert run_helppuff(tmp_path, "worker", "--once").stdout == ""
+    replaced = run_helppuff(tmp_path, "recrawl", "--site", "acme")
+    assert replaced.stdout.startswith(f"job {jobs[0]['id']} for acme: full, due ")
+    assert "sent to the queue" in replaced.stdout  # due earlier than the retry's message: sent again
