@@ -98,6 +98,8 @@ EXTENSIONS = {
 HELPPUFF_SITE = ""
 # The site's home page (argument `url`).
 HELPPUFF_START_URL = ""
+# The pages a targeted crawl fetches, normalised and on the site (argument `only`); []: a full crawl.
+HELPPUFF_ONLY: list[str] = []
 # Globs that force a tick (argument `include`).
 HELPPUFF_INCLUDE: list[str] = []
 # Globs that untick (argument `exclude`); None: the default ones (web/categories.DEFAULT_EXCLUDE).

@@ -3,6 +3,11 @@
 Same spider, settings and pipelines as `scrapy crawl site -a url=URL`. Exit status: 0 when the
 run is done, 1 when it failed (the reason is printed), 2 for bad input.
 
+`--only URL` (repeatable, at most 100) makes it a targeted crawl of those pages (the spider argument
+`only`, a JSON list). Its output is a full crawl's (first line "run <id>: <status> (<reason>)", last
+line the counts), with, between them, one line per URL refused ("refused URL: why") and one when the
+crawl was done in full instead ("done in full: why").
+
 A start URL on loopback (127.0.0.0/8, ::1, localhost) is a site on this machine: its crawl may
 connect to loopback addresses (HELPPUFF_ALLOW_PRIVATE_ADDRESSES=127.0.0.0/8,::1) unless the
 setting is given (`-s`). Any other start URL is crawled on public addresses only.
@@ -109,6 +114,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--render-js", choices=("auto", "always", "never"))
     parser.add_argument("--include", action="append", default=[], help="glob forcing a tick (repeatable)")
     parser.add_argument("--exclude", action="append", default=None, help="glob unticking pages (repeatable)")
+    parser.add_argument("--only", action="append", default=[], metavar="URL",
+                        help="a targeted crawl: fetch this page of the site and nothing else (repeatable, at most 100)")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy/HELPPUFF setting")
     parser.add_argument("--json", action="store_true", help="print the run as JSON")
     parser.add_argument("--config", metavar="HELPPUFF_JSON",
@@ -142,6 +149,8 @@ def spider_args_from(args: argparse.Namespace) -> dict[str, Any]:
         spider_args["include"] = ",".join(args.include)
     if args.exclude is not None:
         spider_args["exclude"] = ",".join(args.exclude)
+    if getattr(args, "only", None):
+        spider_args["only"] = json.dumps(args.only)
     return spider_args
 
 
@@ -181,6 +190,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(row, indent=2, sort_keys=True))
     else:
         print(f"run {run_id}: {row.get('status')} ({row.get('reason')})")
+        for refused in stats.get("helppuff/targeted/refused_urls") or []:
+            print(f"refused {refused}")
+        if why := stats.get("helppuff/targeted/full_instead"):
+            print(f"done in full: {why}")
         print(progress.line())
         print(f"found {row.get('pages_found')}, ticked {row.get('pages_ticked')}, "
               f"learned {row.get('pages_ok')}, failed/blocked/gone {row.get('pages_failed')}")

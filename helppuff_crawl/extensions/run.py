@@ -11,11 +11,18 @@ the core stats), and the knowledge base the crawl's components record into.
                    and nothing was, or nothing was found; the knowledge-base client's calls go into the
                    stats (so into the run row too); then the knowledge base is closed
 
+A targeted crawl (HELPPUFF_ONLY: the pages named, spider argument `only`) is a run like any other;
+crawl_runs has no kind column, so its mode is in its stats (helppuff/targeted/pages: the pages named).
+It need not fetch the home page, so its outcome is read from the pages named: "failed" when none of
+them could be fetched (each failed or blocked), else "done" (a page now gone is a result: it leaves).
+When the site's model or chunk sizes changed, the store makes the crawl a full one instead
+(`crawl_in_full`: the reason is logged and is the stat helppuff/targeted/full_instead).
+
 The knowledge base is opened when the crawler builds its extensions, before the item pipelines, which
 take it from here (`crawler.get_extension(CrawlRun).kb`): one connection for the whole crawl.
 
 Enable: EXTENSIONS {"helppuff_crawl.extensions.run.CrawlRun": 0}. Settings: HELPPUFF_RUN_ENABLED,
-HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, and those of the
+HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, HELPPUFF_ONLY, and those of the
 knowledge base (HELPPUFF_DATA_DIR, HELPPUFF_D1_DATABASE, the Cloudflare credentials).
 Stats: helppuff/run_id; the Cloudflare API calls of the crawl (helppuff_crawl/cloudflare/pacing.py CallCounts):
 helppuff/cloudflare/calls/{d1,vectorize,ai} (requests sent, retries included), helppuff/cloudflare/calls (all),
@@ -46,10 +53,12 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from helppuff_crawl.kb.writer import KnownSite
+    from helppuff_crawl.text.boilerplate import Furniture
 
 logger = logging.getLogger(__name__)
 
 FAILED = ("failed", "blocked", "gone")  # counted as pages_failed
+UNREACHED = ("failed", "blocked")  # a targeted crawl none of whose pages got further failed
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class RunConfig:
     start_url: str
     stale_after: float
     heartbeat: float
+    only: tuple[str, ...] = ()  # the pages a targeted crawl fetches (normalised, on the site); () for a full crawl
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RunConfig:
@@ -68,7 +78,7 @@ class RunConfig:
         if heartbeat <= 0:
             raise ValueError(f"HELPPUFF_RUN_HEARTBEAT must be > 0 seconds, got {heartbeat}")
         return cls(site, settings.get("HELPPUFF_START_URL") or "", settings.getfloat("HELPPUFF_RUN_STALE_AFTER"),
-                   heartbeat)
+                   heartbeat, tuple(settings.getlist("HELPPUFF_ONLY")))
 
 
 class CrawlRun:
@@ -83,6 +93,11 @@ class CrawlRun:
         self.counts = {key: 0 for key in runs.RUN_COUNTS}
         self.home: Page | None = None
         self.known: KnownSite | None = None  # what the site held at the start (the store reads it)
+        # The pages this run fetches when it is targeted, else (): the spider, the boilerplate and the
+        # store pipelines read it once the crawl is open (the store may make it a full crawl first).
+        self.targeted: tuple[str, ...] = self.config.only
+        self.furniture: Furniture | None = None  # stored furniture for a targeted crawl (the boilerplate pipeline's)
+        self._unreached: list[str] = []  # "URL status: reason" of each page recorded failed or blocked
         self._heartbeat: asyncio.Task[None] | None = None
 
     @classmethod
@@ -116,6 +131,15 @@ class CrawlRun:
             except Exception:
                 logger.warning("Heartbeat for run %s failed", self.run_id, exc_info=True)
 
+    def crawl_in_full(self, why: str) -> None:
+        """Make a targeted crawl a full one (before its first request), saying why in the log and the stats."""
+        if not self.targeted:
+            return
+        logger.warning("Targeted crawl of %s (%d pages) done as a full crawl: %s", self.config.site,
+                       len(self.targeted), why)
+        self.stats.set_value("helppuff/targeted/full_instead", why)
+        self.targeted = ()
+
     def item_scraped(self, item: Any, spider: Any) -> None:
         if not isinstance(item, Page):
             return
@@ -128,6 +152,8 @@ class CrawlRun:
             self.counts["pages_ok"] += 1
         elif item.status in FAILED:
             self.counts["pages_failed"] += 1
+        if item.status in UNREACHED:
+            self._unreached.append(f"{item.url} {item.status}: {item.reason}")
 
     def outcome(self, reason: str) -> tuple[str, str]:
         """The run's status and reason once its last page is written."""
@@ -136,6 +162,12 @@ class CrawlRun:
             return "failed", f"crawl stopped: {reason}"
         if finishing:
             return "failed", f"finishing failed: {finishing}"
+        if self.targeted:
+            if self.counts["pages_found"] == 0:
+                return "failed", "nothing was recorded of the pages named"
+            if len(self._unreached) == self.counts["pages_found"]:
+                return "failed", f"no page named could be fetched: {self._unreached[0]}"[:300]
+            return "done", reason
         if self.counts["pages_ok"] == 0 and self.home is not None and self.home.status not in LEARNED:
             return "failed", f"home page {self.home.status}: {self.home.reason}"
         if self.counts["pages_found"] == 0:

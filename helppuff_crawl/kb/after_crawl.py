@@ -9,6 +9,9 @@
 4. pages unticked or gone this crawl, or recorded as another page's duplicate, leave the knowledge
    base, chunks and vectors.
 
+A targeted crawl (`targeted`: it fetched a few pages named) skips step 1: the pages it did not fetch
+are left as they are. (When the site's model or chunk sizes changed, the crawl was made a full one.)
+
 Each step learns through kb/learn.py with the crawl's embedder; with embedding off (no embedder),
 only the facts are saved and the leaving pages removed.
 """
@@ -41,10 +44,11 @@ class Finished:
 
 async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn | None, site: str,
                       start_url: str, crawl_facts: facts.CrawlFacts, leaving: Sequence[str],
-                      relearn_all: bool = False) -> Finished:
+                      relearn_all: bool = False, targeted: bool = False) -> Finished:
     """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked, gone or duplicates this crawl; `relearn_all`:
-    the crawl began by having every page learned again (the site's model or chunk sizes changed)."""
-    stale = await writer.stale_pages(site, cleared_too=relearn_all) if embed is not None else []
+    the crawl began by having every page learned again (the site's model or chunk sizes changed); `targeted`:
+    the crawl fetched the pages named only (step 1 is skipped)."""
+    stale = await writer.stale_pages(site, cleared_too=relearn_all) if embed is not None and not targeted else []
     for page in stale:
         assert embed is not None
         await learn(writer, embed, Passages(site, page["url"], page["title"], page["category"], page["markdown"]))

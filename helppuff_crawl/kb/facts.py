@@ -27,7 +27,7 @@ SITE_BLOCKS_KEY = "_site_blocks"  # furniture with contact details/hours, kept o
 FACT_KEYS = ("name", "telephone", "email", "address", "hours", "areas", "price_range", "phones", "emails",
              "description", "locations")
 _LABELS = {"hours": "Opening hours"}
-_FACTS_FIRST = ("home", "contact", "about")  # facts from these pages win over the others
+FACTS_FIRST = ("home", "contact", "about")  # facts from these pages win over the others
 
 
 def fact_values(facts: Facts) -> dict[str, Any]:
@@ -87,7 +87,7 @@ class CrawlFacts:
     def add(self, category: str, url: str, facts: Mapping[str, Any], site_blocks: Sequence[str] = ()) -> None:
         found = Facts.from_dict(facts)
         found.hours = {day: [tuple(span) for span in spans] for day, spans in found.hours.items()}
-        rank = _FACTS_FIRST.index(category) if category in _FACTS_FIRST else len(_FACTS_FIRST)
+        rank = FACTS_FIRST.index(category) if category in FACTS_FIRST else len(FACTS_FIRST)
         self._found.append((rank, url, found))
         self.site_blocks.extend(site_blocks)
 

@@ -29,6 +29,14 @@ Per page, after the embed pipeline:
 The page leaves with the status it was recorded with, so `item_scraped` (the run's counts, `helppuff
 crawl`'s progress line) sees what was written.
 
+A targeted crawl (CrawlRun.targeted: the pages named) records those pages only, and every other page
+of the site is left as it is (its row, chunks and vectors). When the site's model or chunk sizes
+changed, every page must be learned again: the crawl is made a full one at open (CrawlRun.crawl_in_full,
+before the spider's first request). Facts are taken only from the pages named whose facts win in a
+full crawl (home, contact, about): a targeted crawl cannot merge another page's facts with those of
+the pages it does not fetch as a full crawl does, so it leaves them to the next full crawl
+(helppuff/targeted/facts_left).
+
 After the last page (close_spider): kb/after_crawl.py (pages learned again from kept Markdown, the
 facts and the facts passage, own answers, files, pages leaving), with the embed pipeline's embedder.
 A failure there is the stat helppuff/store/finish_error, and the run fails with it (CrawlRun). Then
@@ -43,7 +51,7 @@ HELPPUFF_VECTORIZE_INDEX, HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPP
 HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER, HELPPUFF_VECTORIZE_WAIT.
 Stats: helppuff/store/{pages,unchanged,not_learned,removed_pages,reembedded_from_markdown,
 facts_passage_chunks,own_answer_chunks,file_chunks,finish_error,sends}, helppuff/store/status/<status>,
-helppuff/store/mended/<what>, helppuff/vectors/{written,deleted,pending}.
+helppuff/store/mended/<what>, helppuff/vectors/{written,deleted,pending}, helppuff/targeted/facts_left.
 """
 
 from __future__ import annotations
@@ -63,7 +71,7 @@ from helppuff_crawl.items import Page
 from helppuff_crawl.kb import pages
 from helppuff_crawl.kb.after_crawl import after_crawl
 from helppuff_crawl.kb.database import BackendConfig
-from helppuff_crawl.kb.facts import CrawlFacts
+from helppuff_crawl.kb.facts import FACTS_FIRST, CrawlFacts
 from helppuff_crawl.kb.learn import Lesson
 from helppuff_crawl.kb.write_queue import PageWriteQueue
 from helppuff_crawl.kb.writer import (
@@ -145,6 +153,7 @@ class StorePipeline:
             await self.writer.ensure_index()
             if await self.writer.claim_site(site):
                 self._relearn = True
+                self.run.crawl_in_full("the site's embedding model or chunk sizes changed: every page is learned again")
                 await pages.redo_all_pages(self.kb, site)
             mended = await self.writer.reconcile(site)
             self.known = self.run.known = await KnownSite.load(self.kb, site, self.writer.model)
@@ -172,7 +181,10 @@ class StorePipeline:
             if (item.status in _LEAVE or item.duplicate_of) and previous and previous.get("content_hash"):
                 self._leaving.append(item.url)
             return self._recorded(item, item.status)
-        self.facts.add(item.category, item.url, item.facts, item.site_blocks)
+        if not self.run.targeted or item.category in FACTS_FIRST:
+            self.facts.add(item.category, item.url, item.facts, item.site_blocks)
+        elif item.facts:
+            self.stats.inc_value("helppuff/targeted/facts_left")
         lesson: Lesson | None = item.lesson
         if lesson is None:
             row = self._row(item, previous, "ok")
@@ -234,7 +246,7 @@ class StorePipeline:
         try:
             done = await after_crawl(self.kb, self.writer, embed,
                                      self.run.config.site, self.run.config.start_url, self.facts, self._leaving,
-                                     relearn_all=self._relearn)
+                                     relearn_all=self._relearn, targeted=bool(self.run.targeted))
             for key, value in vars(done).items():
                 self.stats.set_value(f"helppuff/store/{key}", value)
         except Exception as exc:

@@ -2,7 +2,7 @@
 
     scrapy crawl site -a url=https://acme.com.au [-a site=acme] [-a max_pages=300]
         [-a render_js=auto|always|never] [-a include=GLOB,GLOB] [-a exclude=GLOB,GLOB]
-        [-a discover_only=1]
+        [-a discover_only=1] [-a only='["https://acme.com.au/contact"]']
 
 Discovery is one pass of at most HELPPUFF_DISCOVERY_MAX_FETCHES downloads: the home page (which
 makes the robots middleware read robots.txt; its Sitemap: lines arrive through the
@@ -16,6 +16,14 @@ honoured, at most HELPPUFF_SCRIPT_LINKS_MAX_FETCHES a crawl) for the home page, 
 within its fetch budget, and for pages with fewer than HELPPUFF_SCRIPT_LINKS_FEW_LINKS links to the site. Exactly one `Page` item is yielded
 per candidate, fetched or not, so the store records every page with its status and reason.
 
+A targeted crawl (`only`: a JSON list of at most 100 page URLs, normalised) fetches exactly those
+pages: no sitemaps, no home-page links, no script links, no link following; robots.txt, the tick
+rules and globs and max_pages apply as in a full crawl. A URL of another site, or one that is no page
+to learn (a file, an account screen), is refused with the reason: logged, counted, listed in the
+stats, and never a page. When none is stored, the pages named are the boilerplate sample, with the
+home page (fetched for the sample only: pipelines/boilerplate.py). A canonical link to another page
+makes the page named its duplicate (the other page is left as it is).
+
 A page's canonical link (`<link rel="canonical">`) to another page of the site is honoured as a
 redirect is: the page is recorded as that page's duplicate, or, when that page is not known yet, is
 learned under its URL (`_canonical_in_place`). A canonical link to another site, a broken one, or one
@@ -24,15 +32,17 @@ to a URL the site's rules keep out (tick rules, globs, robots.txt) is ignored.
 Stats: helppuff/discovery/{fetches,candidates,sitemaps,sitemap_urls}, helppuff/discovery/skipped/<why>,
 helppuff/discovery/scripts/{read,unusable}, helppuff/discovery/scripts/{failed,skipped}/<why>,
 helppuff/discovery/dropped/<why>, helppuff/pages/<status>, helppuff/render/{requests,needed},
-helppuff/canonical/honoured, helppuff/canonical/ignored/<why>.
+helppuff/canonical/honoured, helppuff/canonical/ignored/<why>, helppuff/targeted/{pages,refused,refused_urls}.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy import signals
@@ -48,6 +58,7 @@ from twisted.internet.error import (
 from twisted.python.failure import Failure
 
 from helppuff_crawl.clock import iso, utc_now
+from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
 from helppuff_crawl.middlewares.guard import OFFSITE, AddressRefused, OffsiteRedirect
 from helppuff_crawl.web.categories import TickDecision, categorize, decide_tick
@@ -69,6 +80,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_PAGES_LIMIT = 1000
+MAX_NAMED_PAGES = 100  # pages a targeted crawl may name
 _ERROR_STATUSES = list(range(400, 600))
 RENDER_MODES = ("auto", "always", "never")
 
@@ -88,6 +100,60 @@ def _globs(value: str | list[str] | tuple[str, ...] | None, name: str) -> tuple[
     if not globs:
         raise ValueError(f"{name}: give one or more comma-separated globs, e.g. '**/blog/**'")
     return globs
+
+
+def _named_pages(value: Any, start: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The `only` argument: a JSON list of page URLs (or a list), each normalised. Returns the pages on
+    the site (deduplicated, in order) and those refused with the reason (another site, not a page to
+    learn). ValueError for what is not such a list, more than MAX_NAMED_PAGES, or a URL that is not an
+    absolute http(s) one; and when not one page named is on the site (a targeted crawl of nothing)."""
+    if value is None or value == "" or value == []:
+        return (), ()
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"only: expected a JSON list of page URLs, e.g. '[\"{start}/contact\"]' ({exc})") from None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(url, str) for url in value):
+        raise ValueError(f"only: expected a JSON list of page URLs (strings), got {value!r}"[:300])
+    if not value:
+        return (), ()  # "[]": a full crawl
+    if len(value) > MAX_NAMED_PAGES:
+        raise ValueError(f"only: at most {MAX_NAMED_PAGES} pages, got {len(value)}")
+    pages: dict[str, None] = {}
+    refused: dict[str, str] = {}
+    for raw in value:
+        if urlsplit(raw.strip()).scheme.lower() not in ("http", "https"):
+            raise ValueError(f"only: not an http(s) URL: {raw!r}"[:300])
+        url = normalize_url(raw.strip())
+        if url is None:
+            raise ValueError(f"only: not a web address: {raw!r}"[:300])
+        if not same_site(url, start):
+            refused.setdefault(url, f"another site: {site_host(url)} is not {site_host(start)}")
+        elif why := url_filter_reason(url):
+            refused.setdefault(url, f"not a page to learn ({why})")
+        else:
+            pages[url] = None
+    if not pages:
+        listed = "; ".join(f"{url}: {why}" for url, why in refused.items())
+        raise ValueError(f"only: not one page named is on the site {site_host(start)}: {listed}"[:1000])
+    return tuple(pages), tuple(refused.items())
+
+
+def known_spelling(url: str, known: Any) -> str:
+    """The URL under which the knowledge base knows the page `url` names: www. and the apex are one
+    site, and so are http and https, so a page named with the other spelling is the page already known
+    (not a second page of the same text); `url` itself when it is known, or no spelling is."""
+    if url in known:
+        return url
+    parts = urlsplit(url)
+    host = parts.netloc[4:] if parts.netloc.startswith("www.") else parts.netloc
+    for scheme in dict.fromkeys((parts.scheme, "https", "http")):
+        for netloc in (host, "www." + host):
+            spelled = parts._replace(scheme=scheme, netloc=netloc).geturl()
+            if spelled in known:
+                return spelled
+    return url
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -112,14 +178,17 @@ class SiteArgs:
     include: tuple[str, ...]
     exclude: tuple[str, ...] | None
     discover_only: bool
+    only: tuple[str, ...] = ()  # a targeted crawl: the pages named that are on the site, normalised
+    refused: tuple[tuple[str, str], ...] = ()  # (URL, why) of the pages named that are not
 
     @classmethod
     def parse(cls, url: str | None = None, site: str | None = None, max_pages: Any = None,
               render_js: str | None = None, include: Any = None, exclude: Any = None,
-              discover_only: Any = False, start_url: str | None = None, **unknown: Any) -> SiteArgs:
+              discover_only: Any = False, start_url: str | None = None, only: Any = None,
+              **unknown: Any) -> SiteArgs:
         if unknown:
             names = ", ".join(sorted(unknown))
-            raise ValueError(f"unknown argument {names}: use url, site, max_pages, render_js, include, exclude")
+            raise ValueError(f"unknown argument {names}: use url, site, max_pages, render_js, include, exclude, only")
         raw = url or start_url
         if not raw:
             raise ValueError("url: required, e.g. -a url=https://acme.com.au")
@@ -137,6 +206,10 @@ class SiteArgs:
                 raise ValueError(f"max_pages: must be between 1 and {MAX_PAGES_LIMIT}, got {pages}")
         if render_js not in (None, "") and render_js not in RENDER_MODES:
             raise ValueError(f"render_js: must be one of {', '.join(RENDER_MODES)}, got {render_js!r}")
+        named, refused = _named_pages(only, start)
+        discover = _flag(discover_only, "discover_only")
+        if named and discover:
+            raise ValueError("only: a targeted crawl fetches the pages named; discover_only lists the candidates")
         return cls(
             url=start,
             site=name,
@@ -144,7 +217,9 @@ class SiteArgs:
             render_js=render_js or None,
             include=_globs(include, "include"),
             exclude=_globs(exclude, "exclude") if exclude not in (None, "") else None,
-            discover_only=_flag(discover_only, "discover_only"),
+            discover_only=discover,
+            only=named,
+            refused=refused,
         )
 
 
@@ -165,6 +240,7 @@ class CrawlConfig:
     sample_size: int
     script_fetches: int
     script_few_links: int
+    boilerplate: bool = True  # the boilerplate pipeline is on: a targeted crawl with no stored furniture needs a sample
 
     @classmethod
     def from_settings(cls, settings: Any) -> CrawlConfig:
@@ -195,6 +271,7 @@ class CrawlConfig:
             sample_size=settings.getint("HELPPUFF_BOILERPLATE_SAMPLE"),
             script_fetches=script_fetches,
             script_few_links=settings.getint("HELPPUFF_SCRIPT_LINKS_FEW_LINKS"),
+            boilerplate=settings.getbool("HELPPUFF_BOILERPLATE_ENABLED"),
         )
 
 
@@ -210,6 +287,7 @@ class SiteSpider(scrapy.Spider):
         self._scheduled = 0
         self._robots: dict[str, Any] = {}
         self._scripts: set[str] = set()  # script files asked for (each once per crawl)
+        self._targeted = False  # fetching the pages named only: no discovery, no link following
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -226,6 +304,8 @@ class SiteSpider(scrapy.Spider):
             settings.set("HELPPUFF_INCLUDE", list(a.include), priority="spider")
         if a.exclude is not None:
             settings.set("HELPPUFF_EXCLUDE", list(a.exclude), priority="spider")
+        if a.only:
+            settings.set("HELPPUFF_ONLY", list(a.only), priority="spider")
         if a.discover_only:
             # Nothing is recorded: no pipelines, and no run.
             settings.set("ITEM_PIPELINES", {}, priority="spider")
@@ -247,6 +327,13 @@ class SiteSpider(scrapy.Spider):
         self.crawler.stats.inc_value(f"helppuff/{key}", count)
 
     async def start(self) -> AsyncIterator[Any]:
+        self._report_refused()
+        run = self.crawler.get_extension(CrawlRun)
+        named = run.targeted if run is not None else self.args.only  # the store may have made it a full crawl
+        if named:
+            for result in self._start_targeted(named, run):
+                yield result
+            return
         fetches = 1  # robots.txt: read once by the robots middleware before the home page
         home_request = self._page_request(self.start_url, "start", render=self.config.render_js == "always")
         home_page: Page | None = None
@@ -318,6 +405,44 @@ class SiteSpider(scrapy.Spider):
             yield home_page
         for result in results:
             yield result
+
+    # --- a targeted crawl: the pages named, nothing else ---------------------------------------
+
+    def _report_refused(self) -> None:
+        """The pages named that are not the site's: logged, counted and listed (at most MAX_NAMED_PAGES)."""
+        if not self.args.refused:
+            return
+        for url, why in self.args.refused:
+            logger.warning("Refused %s: %s", url, why, extra={"spider": self})
+        self._stat("targeted/refused", len(self.args.refused))
+        self.crawler.stats.set_value("helppuff/targeted/refused_urls",
+                                     [f"{url[:500]}: {why}" for url, why in self.args.refused[:MAX_NAMED_PAGES]])
+
+    def _start_targeted(self, named: tuple[str, ...], run: CrawlRun | None) -> Iterator[Page | Request]:
+        """The pages named, each admitted as a full crawl admits a page (tick rules, globs, max_pages;
+        robots.txt at fetch time), with no discovery and no link following. With no stored furniture
+        (an older data folder, or a site never crawled in full), the pages fetched are the boilerplate
+        sample, and the home page joins them when it is not named: fetched for the sample only, it is
+        dropped once the furniture is learned (pipelines/boilerplate.py), its row left as it is."""
+        self._targeted = True
+        known = run.known.pages if run is not None and run.known is not None else {}
+        named = tuple(dict.fromkeys(known_spelling(url, known) for url in named))
+        self.crawler.stats.set_value("helppuff/targeted/pages", len(named))
+        logger.info("Targeted crawl of %s: %d pages named", self.site, len(named), extra={"spider": self})
+        results = [r for url in named
+                   if (r := self._admit(url, "start" if url == self.start_url else "targeted", "")) is not None]
+        requests = [r for r in results if isinstance(r, Request)]
+        if self.config.boilerplate and (run is None or run.furniture is None) and requests:
+            if self.start_url not in named:
+                self._seen.add(self.start_url)
+                requests.insert(0, self._page_request(self.start_url, "start", render=self.config.render_js == "always"))
+                results.insert(0, requests[0])
+            sample = requests[: self.config.sample_size]
+            for request in sample:
+                request.meta["helppuff_sample"] = len(sample)
+                request.priority = 10
+            self._stat("boilerplate/sample_size", len(sample))
+        yield from results
 
     async def _walk_sitemaps(self, home_url: str, fetches: int) -> tuple[list[str], int]:
         rules = self._robots.get(site_host(home_url))
@@ -571,7 +696,8 @@ class SiteSpider(scrapy.Spider):
             self._stat(f"pages/{in_place.status}")
             yield in_place
         yield page
-        if follow and page.status == "fetched" and self.config.follow_links and isinstance(response, HtmlResponse):
+        if (follow and not self._targeted and page.status == "fetched" and self.config.follow_links
+                and isinstance(response, HtmlResponse)):
             links = list(self._links(response))
             found = [(url, "link", text) for url, text in links]
             found.extend((url, "script", "") for url in self._code_links(response))
@@ -598,8 +724,9 @@ class SiteSpider(scrapy.Spider):
             return None
         why = f"duplicate of {canonical} (canonical link)"
         self._stat("canonical/honoured")
-        if canonical in self._seen:
+        if canonical in self._seen or self._targeted:
             # The canonical page is a candidate of this run: it is learned as itself, this page is not.
+            # A targeted crawl leaves every page it was not asked for as it is: this page is its duplicate.
             page.status, page.reason, page.duplicate_of, page.html = "skipped", why, canonical, ""
             return None
         self._seen.add(canonical)
