@@ -5,79 +5,39 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helppuff_crawl.clock import iso, parse_iso, utc_now
+from helppuff_crawl.kb import schedule
 from helppuff_crawl.kb.schedule import decide, site_schedule
 from tests.conftest import kb_rows, run_helppuff
 
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+# The decide and site_schedule cases the Worker's port runs too (worker/test/schedule.test.ts).
+CASES = json.loads((Path(schedule.__file__).parent.parent / "schema" / "schedule_cases.json").read_text())
+NOW = parse_iso(CASES["now"])
+DONE_8_DAYS_AGO = CASES["runs"]["done 8 days ago"]
+REQUEST = CASES["requests"]["asked 3 times, never sent"]
 
 
-def _run(status: str, started: str, finished: str | None = None, run_id: str = "r1") -> dict[str, Any]:
-    return {"id": run_id, "status": status, "started_at": started, "finished_at": finished}
+def _named(table: str, name: str | None) -> dict[str, Any] | None:
+    return None if name is None else CASES[table][name]
 
 
-DONE_8_DAYS_AGO = _run("done", "2026-11-22T11:00:00Z", "2026-11-22T11:30:00Z")
-DONE_YESTERDAY = _run("done", "2026-11-29T11:00:00Z", "2026-11-29T11:30:00Z")
+@pytest.mark.parametrize("case", CASES["decide"], ids=[f"{c['schedule']}, {c['last']}, {c.get('requested')}"
+                                                       for c in CASES["decide"]])
+def test_decide(case: dict[str, Any]) -> None:
+    got = decide(case["schedule"], _named("runs", case["last"]), _named("runs", case["last_done"]), NOW,
+                 _named("requests", case.get("requested")))
+    assert got == (case["due"], case["why"])
 
 
-@pytest.mark.parametrize(
-    ("schedule", "last", "last_done", "due", "why"),
-    [
-        ("weekly", DONE_8_DAYS_AGO, DONE_8_DAYS_AGO, True, "last crawled 8 days ago (weekly)"),
-        ("weekly", DONE_YESTERDAY, DONE_YESTERDAY, False, "next crawl due 2026-12-06T11:30:00Z (weekly)"),
-        ("daily", DONE_YESTERDAY, DONE_YESTERDAY, True, "last crawled 1 day ago (daily)"),
-        ("monthly", DONE_8_DAYS_AGO, DONE_8_DAYS_AGO, False, "next crawl due 2026-12-22T11:30:00Z (monthly)"),
-        ("never", DONE_8_DAYS_AGO, DONE_8_DAYS_AGO, False, "schedule: never"),
-        ("weekly", _run("running", "2026-11-30T11:50:00Z", run_id="r2"), DONE_8_DAYS_AGO, False,
-         "a crawl is running (run r2)"),
-        ("weekly", _run("failed", "2026-11-30T11:30:00Z", "2026-11-30T11:31:00Z"), DONE_8_DAYS_AGO, False,
-         "the last crawl failed less than an hour ago; next try after 2026-11-30T12:30:00Z"),
-        ("weekly", _run("failed", "2026-11-30T09:00:00Z", "2026-11-30T09:01:00Z"), DONE_8_DAYS_AGO, True,
-         "last crawled 8 days ago (weekly)"),
-        ("weekly", _run("failed", "2026-11-29T09:00:00Z", "2026-11-29T09:01:00Z"), None, True,
-         "never crawled to the end"),
-    ],
-)
-def test_decide(schedule: str, last: dict[str, Any], last_done: dict[str, Any] | None, due: bool, why: str) -> None:
-    assert decide(schedule, last, last_done, NOW) == (due, why)
-
-
-REQUEST = {"id": "q1", "asked": 3, "requested_at": "2026-11-30T09:00:00Z"}
-
-
-@pytest.mark.parametrize(
-    ("schedule", "last", "due", "why"),
-    [
-        ("never", DONE_YESTERDAY, True, "a recrawl was requested 3 hours ago (3 times)"),
-        ("weekly", DONE_YESTERDAY, True, "a recrawl was requested 3 hours ago (3 times)"),
-        ("weekly", _run("running", "2026-11-30T11:50:00Z", run_id="r2"), False, "a crawl is running (run r2)"),
-        ("weekly", _run("failed", "2026-11-30T11:30:00Z", "2026-11-30T11:31:00Z"), False,
-         "the last crawl failed less than an hour ago; next try after 2026-11-30T12:30:00Z"),
-    ],
-)
-def test_a_recrawl_request_wins_over_the_schedule(schedule: str, last: dict[str, Any], due: bool, why: str) -> None:
-    assert decide(schedule, last, DONE_YESTERDAY, NOW, REQUEST) == (due, why)
-
-
-@pytest.mark.parametrize(
-    ("text", "schedule"),
-    [
-        (None, "weekly"),
-        ("not json", "weekly"),
-        ('{"backend": {}}', "weekly"),
-        ('{"knowledge": {"website": {"schedule": "daily"}}}', "daily"),
-        ('{"knowledge": {"website": {"schedule": "hourly"}}}', "weekly"),
-        ('{"knowledge": "x"}', "weekly"),
-    ],
-)
-def test_site_schedule(text: str | None, schedule: str) -> None:
-    assert site_schedule(text)[0] == schedule
+@pytest.mark.parametrize("case", CASES["site_schedule"], ids=[str(c["text"]) for c in CASES["site_schedule"]])
+def test_site_schedule(case: dict[str, Any]) -> None:
+    assert site_schedule(case["text"])[0] == case["schedule"]
 
 
 def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

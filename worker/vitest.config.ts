@@ -13,7 +13,8 @@ export default defineConfig(async () => {
   // run inside workerd: helppuff.json's schema and the documents both its readers are tested on
   // (helppuff_crawl/config/helppuff_json.py and src/settings.ts), and the contract's files
   // (src/contract.ts imports models.json and knowledge.json; the tests compare it with these
-  // copies, and gapKey with gap-keys.json's cases).
+  // copies, and gapKey with gap-keys.json's cases), and the cases of crawl jobs' merge and of the
+  // schedule (kb/jobs.py and src/jobs.ts, kb/schedule.py and src/schedule.ts).
   const schemaDir = path.join(import.meta.dirname, "..", "helppuff_crawl", "schema");
   const readJson = async (name: string) => JSON.parse(await readFile(path.join(schemaDir, name), "utf8"));
   const bindings = {
@@ -23,6 +24,8 @@ export default defineConfig(async () => {
     TEST_MODELS: await readJson("models.json"),
     TEST_KNOWLEDGE: await readJson("knowledge.json"),
     TEST_GAP_KEYS: await readJson("gap-keys.json"),
+    TEST_CRAWL_JOB_CASES: await readJson("crawl_jobs_cases.json"),
+    TEST_SCHEDULE_CASES: await readJson("schedule_cases.json"),
   };
   return {
     plugins: [

@@ -1,5 +1,6 @@
 /**
- * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI).
+ * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI,
+ * CRAWL_QUEUE, the rate limiters).
  *
  * Everything else sees the small ports of ports.ts: `SqlDatabase` (rows for a statement),
  * `VectorIndex` (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`), and the chat its two
@@ -8,8 +9,8 @@
  * HELPPUFF_LOCAL_CLOUD_URL is set) the ports are shims that call the local cloud over loopback
  * (dev.ts), chosen in `backendsFromEnv` alone.
  */
-import { type LocalCloudVars, localCloudBackends, localCloudConfig } from "./dev";
-import type { AiRunner, Backends, RateLimiter, SqlDatabase, VectorIndex } from "./ports";
+import { type LocalCloudVars, localCloudBackends, localCloudConfig, localCloudQueue } from "./dev";
+import type { AiRunner, Backends, CrawlQueue, RateLimiter, SqlDatabase, VectorIndex } from "./ports";
 
 /** The Worker's bindings, as declared in wrangler.jsonc; dev mode has the local cloud's vars instead. */
 export interface Env extends LocalCloudVars {
@@ -18,6 +19,7 @@ export interface Env extends LocalCloudVars {
   AI: AiRunner;
   CHAT_VISITOR_LIMITER?: RateLimiter; // absent where wrangler.jsonc declares none (then no limit)
   CHAT_SITE_LIMITER?: RateLimiter;
+  CRAWL_QUEUE?: Queue<string>; // the crawl queue's producer (absent in env "local": dev.ts sends instead)
 }
 
 /** Wrap the Worker's bindings as the ports retrieval uses. */
@@ -32,6 +34,26 @@ export function backendsFromEnv(env: Env): Backends {
 /** The chat's rate limiters: per visitor and per site (null when not bound). */
 export function rateLimitersFromEnv(env: Env): { visitor: RateLimiter | null; site: RateLimiter | null } {
   return { visitor: env.CHAT_VISITOR_LIMITER ?? null, site: env.CHAT_SITE_LIMITER ?? null };
+}
+
+/**
+ * The crawl queue's producer, or null when there is none to send to (no CRAWL_QUEUE binding; dev mode
+ * without HELPPUFF_QUEUE_ID): then a job is saved unsent, for `helppuff schedule` or `helppuff worker`
+ * to send. Throws as backendsFromEnv does for a dev-mode configuration that is wrong.
+ */
+export function crawlQueueFromEnv(env: Env): CrawlQueue | null {
+  const local = localCloudConfig(env);
+  if (local !== null) {
+    return local.queue === undefined ? null : localCloudQueue({ ...local, queue: local.queue });
+  }
+  const queue = env.CRAWL_QUEUE;
+  if (queue === undefined) return null;
+  return {
+    async send(body: string, delaySeconds: number): Promise<void> {
+      // "text": an HTTP pull consumer reads the body as sent (the default, json, would be base64).
+      await queue.send(body, { contentType: "text", delaySeconds });
+    },
+  };
 }
 
 function d1Database(db: D1Database): SqlDatabase {

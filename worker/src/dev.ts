@@ -1,5 +1,5 @@
 /**
- * Dev mode (`helppuff serve`): the three ports reach the local cloud over loopback.
+ * Dev mode (`helppuff serve`): the ports reach the local cloud over loopback.
  *
  * `helppuff serve` starts the local cloud (helppuff_crawl/local/server.py) and runs
  * `wrangler dev --env local` with HELPPUFF_LOCAL_CLOUD_URL (its origin, e.g. http://127.0.0.1:8788)
@@ -10,7 +10,12 @@
  *   VectorIndex  POST {url}/client/v4/accounts/local/vectorize/v2/indexes/{index}/query
  *                {vector, topK, namespace?, returnMetadata?}
  *   AiRunner     POST {url}/client/v4/accounts/local/ai/run/{model}  (the model's "/" kept as they are)
+ *   CrawlQueue   POST {url}/client/v4/accounts/local/queues/{queue}/messages
+ *                {body, content_type: "text", delay_seconds}  (Queues' push of one message)
  *
+ * The queue is named by HELPPUFF_QUEUE_ID (its id, 32 hex characters, as Queues addresses queues);
+ * without it there is no queue in dev mode, and a crawl job is saved unsent (jobs.ts) for `helppuff
+ * schedule` or `helppuff worker` to send.
  * Every answer is Cloudflare's envelope `{success, errors, result}`. A refusal (HTTP >= 400 or
  * `success: false`) throws an Error naming the resource and Cloudflare's code and message, as the
  * real bindings throw, so retrieval degrades the same way: a model the local cloud does not have
@@ -20,7 +25,7 @@
  * client sends them; SQLite compares and limits with them as with numbers.
  */
 import { DEFAULT_RERANKER } from "./contract";
-import type { AiRunner, Backends, SqlDatabase, VectorIndex, VectorMatch, VectorQueryOptions } from "./ports";
+import type { AiRunner, Backends, CrawlQueue, SqlDatabase, VectorIndex, VectorMatch, VectorQueryOptions } from "./ports";
 
 /** The account id the local cloud answers for. */
 export const LOCAL_ACCOUNT_ID = "local";
@@ -30,6 +35,7 @@ export interface LocalCloudConfig {
   token: string;
   database: string; // the D1 database's UUID (D1 addresses databases by UUID only)
   index: string; // Vectorize index name
+  queue?: string; // the crawl queue's id; absent: no queue to send crawl jobs to
 }
 
 /** The `fetch` the shims call; tests hand in a fake. */
@@ -41,7 +47,10 @@ export interface LocalCloudVars {
   HELPPUFF_LOCAL_CLOUD_TOKEN?: string;
   HELPPUFF_D1_DATABASE_ID?: string;
   HELPPUFF_VECTORIZE_INDEX?: string;
+  HELPPUFF_QUEUE_ID?: string;
 }
+
+const QUEUE_ID = /^[0-9a-f]{32}$/u;
 
 /** The local cloud to use, or null outside dev mode (no HELPPUFF_LOCAL_CLOUD_URL). */
 export function localCloudConfig(vars: LocalCloudVars): LocalCloudConfig | null {
@@ -57,11 +66,16 @@ export function localCloudConfig(vars: LocalCloudVars): LocalCloudConfig | null 
   if (!database) {
     throw new Error("HELPPUFF_LOCAL_CLOUD_URL is set without HELPPUFF_D1_DATABASE_ID: start the Worker with `helppuff serve`");
   }
+  const queue = vars.HELPPUFF_QUEUE_ID?.trim();
+  if (queue && !QUEUE_ID.test(queue)) {
+    throw new Error(`HELPPUFF_QUEUE_ID must be the crawl queue's id (32 hex characters), got ${JSON.stringify(queue.slice(0, 40))}`);
+  }
   return {
     url: url.replace(/\/+$/u, "").replace(/\/client\/v4$/u, ""),
     token,
     database,
     index: vars.HELPPUFF_VECTORIZE_INDEX?.trim() || "helppuff",
+    ...(queue ? { queue } : {}),
   };
 }
 
@@ -74,6 +88,17 @@ export function localCloudBackends(config: LocalCloudConfig, fetcher: Fetcher = 
     ai: localAi(call),
     // The local cloud has no @cf/baai/bge-reranker-base: its relevance model takes the same input.
     defaultReranker: DEFAULT_RERANKER.local,
+  };
+}
+
+/** The crawl queue of `config` (which names one) as a CrawlQueue: Queues' REST push of one text message. */
+export function localCloudQueue(config: LocalCloudConfig & { queue: string }, fetcher: Fetcher = (url, init) => fetch(url, init)): CrawlQueue {
+  const call = apiCaller(config, fetcher);
+  const path = `/queues/${encodeURIComponent(config.queue)}/messages`;
+  return {
+    async send(body: string, delaySeconds: number): Promise<void> {
+      await call(`Queue ${config.queue}`, path, { body, content_type: "text", delay_seconds: delaySeconds });
+    },
   };
 }
 

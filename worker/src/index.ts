@@ -12,20 +12,29 @@
  *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts). A lead
  *     saved on the way is sent to the site's lead webhook in ctx.waitUntil (chat/webhook.ts).
  *
- *   POST /v1/sites/:site/recrawl  {urls?}, Authorization: Bearer <knowledge.recrawlSecret>: queue a
- *     recrawl for `helppuff schedule` (recrawl.ts); 202, or 401/403/404/400.
+ *   POST /v1/sites/:site/recrawl  {urls?}, Authorization: Bearer <knowledge.recrawlSecret>: ask for
+ *     a crawl job of those pages (on the site; none: the whole site), merged with the one waiting and
+ *     sent to the crawl queue for a `helppuff worker` (recrawl.ts, jobs.ts); 202 {queued, request,
+ *     asked, kind, urls, sent, refused}, or 400 (all URLs off the site, a bad body)/401/403/404/503.
+ *
+ *   POST /v1/sites/:site/crawl/retry  Authorization as for recrawl: a retry job of the site's failed
+ *     pages, now (recrawl.ts); 202 as above, or 200 {queued: false, reason} when none failed.
  *
  *   GET /widget.js                the chat widget's script (widget/widget.ts), cacheable.
  *   GET /demo?site=<site>         a page with the widget's script tag for that site (widget/demo.ts).
  *
+ * And the cron trigger (wrangler.jsonc "triggers"): `scheduled` asks for a full crawl job for each site
+ * whose schedule is due, and sends the waiting jobs never sent (schedule.ts).
+ *
  * Retrieval itself is in retrieve.ts; bindings are reached through bindings.ts only.
  */
-import { type Env, backendsFromEnv } from "./bindings";
+import { type Env, backendsFromEnv, crawlQueueFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
 import { json } from "./http";
-import type { SqlDatabase } from "./ports";
+import type { CrawlQueue, SqlDatabase } from "./ports";
 import { SITE_NAME } from "./request";
-import { recrawlRoute } from "./recrawl";
+import { recrawlRoute, retryRoute } from "./recrawl";
+import { queueDueSites } from "./schedule";
 import { searchRoute } from "./search";
 import { demoResponse } from "./widget/demo";
 import { widgetResponse } from "./widget/widget";
@@ -33,6 +42,43 @@ import { widgetResponse } from "./widget/widget";
 const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
 const CHAT_PATH = /^\/v1\/sites\/([^/]+)\/chat\/?$/u;
 const RECRAWL_PATH = /^\/v1\/sites\/([^/]+)\/recrawl\/?$/u;
+const RETRY_PATH = /^\/v1\/sites\/([^/]+)\/crawl\/retry\/?$/u;
+
+/** The recrawl and retry routes: the site from the path checked, then D1 and the crawl queue reached. */
+async function crawlJobRoute(
+  request: Request,
+  env: Env,
+  encoded: string,
+  route: (request: Request, db: SqlDatabase, queue: CrawlQueue | null, site: string, now: Date) => Promise<Response>,
+): Promise<Response> {
+  let site = "";
+  try {
+    site = decodeURIComponent(encoded);
+  } catch {
+    // not a site name: refused below
+  }
+  if (!SITE_NAME.test(site)) return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
+  let db: SqlDatabase;
+  let queue: CrawlQueue | null;
+  try {
+    db = backendsFromEnv(env).db;
+    queue = crawlQueueFromEnv(env);
+  } catch (error) {
+    console.error("crawl job for site %s: %s", site, error instanceof Error ? error.message : String(error));
+    return json(503, { error: "the knowledge base cannot be reached right now" });
+  }
+  return route(request, db, queue, site, new Date());
+}
+
+/** The cron trigger's run: queue the due sites, and log what was done. */
+async function runSchedule(env: Env, now: Date): Promise<void> {
+  const results = await queueDueSites(backendsFromEnv(env).db, crawlQueueFromEnv(env), now);
+  for (const result of results) {
+    const job = result.job;
+    const queued = job === undefined ? "" : job.sent ? `; queued: job ${job.request}` : `; job ${job.request} not sent (${job.sendError || "no crawl queue"})`;
+    console.log("schedule: %s: %s: %s%s", result.site, result.due ? "due" : "not due", result.why, queued);
+  }
+}
 
 export default {
   async fetch(request: Request, env: Env, ctx?: ExecutionContext): Promise<Response> {
@@ -49,25 +95,21 @@ export default {
     }
     const recrawl = RECRAWL_PATH.exec(url.pathname);
     if (recrawl !== null) {
-      let site = "";
-      try {
-        site = decodeURIComponent(recrawl[1] ?? "");
-      } catch {
-        // not a site name: refused below
-      }
-      if (!SITE_NAME.test(site)) return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
-      let db: SqlDatabase;
-      try {
-        db = backendsFromEnv(env).db;
-      } catch {
-        return json(503, { error: "the knowledge base cannot be reached right now" });
-      }
-      return recrawlRoute(request, db, site, new Date());
+      return crawlJobRoute(request, env, recrawl[1] ?? "", recrawlRoute);
+    }
+    const retry = RETRY_PATH.exec(url.pathname);
+    if (retry !== null) {
+      return crawlJobRoute(request, env, retry[1] ?? "", retryRoute);
     }
     const search = SEARCH_PATH.exec(url.pathname);
     if (search !== null) {
       return searchRoute(request, env, search[1] ?? "", ctx); // ctx: usage is recorded after the answer
     }
     return json(404, { error: `no route for ${url.pathname}` });
+  },
+
+  // The cron trigger: the work goes on in ctx.waitUntil, as Cloudflare's scheduled() handler does it.
+  async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
+    ctx.waitUntil(runSchedule(env, new Date(controller.scheduledTime)));
   },
 } satisfies ExportedHandler<Env>;

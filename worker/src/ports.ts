@@ -6,6 +6,7 @@
  *   VectorIndex  a Vectorize v2 query, with VectorQueryOptions and VectorMatch
  *   AiRunner     a Workers AI `run(model, inputs)`
  *   RateLimiter  a rate-limiting binding's `limit({key})` (the chat's two limiters)
+ *   CrawlQueue   the crawl queue's producer: `send(body, delaySeconds)` (jobs.ts)
  *   Backends     the three retrieval runs on: `db`, `vectors`, `ai`
  *
  * Types only. bindings.ts builds them from the real bindings, dev.ts from the local cloud's REST
@@ -43,6 +44,15 @@ export interface SqlDatabase {
 /** The slice of a rate-limiting binding (wrangler.jsonc "ratelimits") the chat uses. */
 export interface RateLimiter {
   limit(options: { key: string }): Promise<{ success: boolean }>;
+}
+
+/**
+ * The crawl queue, as a producer sees it: send one message, a text body, delivered no sooner than
+ * `delaySeconds` (a whole number, 0 to 43,200) from now. Rejects when the queue refuses it or cannot
+ * be reached. Production: the Queue binding CRAWL_QUEUE; dev mode: the local cloud's Queues REST.
+ */
+export interface CrawlQueue {
+  send(body: string, delaySeconds: number): Promise<void>;
 }
 
 /** What retrieval runs on. */

@@ -1,22 +1,30 @@
 /**
- * `POST /v1/sites/:site/recrawl`: the site asks to be crawled again (its CMS, when a page is
- * published), with `Authorization: Bearer <knowledge.recrawlSecret>` from the site's helppuff.json
- * (read by settings.ts).
- * The request is queued in D1 `crawl_requests` (migrations/0009) for `helppuff schedule`, which
- * crawls the site at its next run whatever its schedule (unchanged pages cost nothing: their
- * hashes match). Body, optional: {"urls": ["https://acme.com.au/pricing", ...]} naming the pages that
- * changed (kept with the request, at most 100, each an http(s) URL).
+ * The crawl routes a site's CMS calls, with `Authorization: Bearer <knowledge.recrawlSecret>` from
+ * the site's helppuff.json (read by settings.ts). Each asks for a crawl job (jobs.ts: the site's
+ * waiting job in D1 `crawl_requests`, merged with what is asked, and a message on the crawl queue
+ * for a `helppuff worker`).
  *
- *   202 {"queued": true, "request": id, "asked": n}   one pending request per site: asking again
- *                                                      adds the URLs named and counts it
- *   401 without the right secret; 403 when the site sets no recrawlSecret (off);
- *   404 for a site never crawled; 400 for a bad body; 405 for other methods; 503 when D1 fails.
+ *   POST /v1/sites/:site/recrawl  {urls?: [...]}  the pages that changed (at most 100, each an
+ *     http(s) URL on the site: the host of the site's start URL, the latest crawl_runs.start_url,
+ *     `www.` and the apex being one); none named: a full crawl. A URL of another host is refused
+ *     with its reason; when all are, 400.
+ *     202 {queued: true, request, asked, kind, urls, sent, refused: [{url, reason}]}
+ *   POST /v1/sites/:site/crawl/retry  the site's failed pages, now: those with a retry time
+ *     (pages.next_retry_at: failed for a passing reason, tries left) and those failed whose tries
+ *     are used up (status "failed"): asking is the way back for them short of a full crawl.
+ *     202 {queued: true, request, asked, kind, urls, sent}, or 200 {queued: false, reason}
+ *
+ * `sent: false`: the job is saved but its message did not go (the queue refused or was unreachable,
+ * or there is none in dev mode); `helppuff schedule`, `helppuff worker` or the cron trigger sends it.
+ * Both: 401 without the right secret; 403 when the site sets no recrawlSecret (off); 404 for a site
+ * never crawled; 400 for a bad body; 405 for other methods; 503 when D1 fails.
  */
 import { json } from "./http";
-import type { SqlDatabase } from "./ports";
+import { type Asked, JobError, askForJob, MAX_URLS } from "./jobs";
+import type { CrawlQueue, SqlDatabase } from "./ports";
 import { isObject, recrawlSecret } from "./settings";
 
-export const MAX_URLS = 100;
+export { MAX_URLS };
 const MAX_URL_CHARS = 2048;
 
 /** Constant-time comparison of two strings' UTF-8 bytes. */
@@ -43,32 +51,110 @@ function parseUrls(body: unknown): string[] | string {
   return urls as string[];
 }
 
+/**
+ * The site a URL belongs to: its host without a leading "www.", with ":port" when the port is not
+ * the scheme's default (helppuff_crawl/web/urls.py `site_host`); "" when it is not an http(s) URL.
+ */
+export function siteHost(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "";
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return "";
+  const host = parsed.host.toLowerCase();
+  return host.startsWith("www.") ? host.slice(4) : host;
+}
+
+export interface Refused {
+  url: string;
+  reason: string;
+}
+
+/** The URLs on the site whose start URL is `startUrl` (without their #fragment, each once), and the others with why. */
+export function onSite(urls: readonly string[], startUrl: string): { kept: string[]; refused: Refused[] } {
+  const home = siteHost(startUrl);
+  const kept: string[] = [];
+  const refused: Refused[] = [];
+  for (const url of urls) {
+    const host = siteHost(url);
+    if (!host) {
+      refused.push({ url, reason: "not an http(s) URL" });
+    } else if (host !== home) {
+      refused.push({ url, reason: `not on ${home}` });
+    } else {
+      const page = new URL(url);
+      page.hash = "";
+      kept.push(page.href);
+    }
+  }
+  return { kept: [...new Set(kept)], refused };
+}
+
 interface SiteRow {
-  known: number;
+  start_url: string | null;
   settings: string | null;
 }
 
-/** Handle the recrawl route for `site` (already checked against the site-name pattern). */
-export async function recrawlRoute(request: Request, db: SqlDatabase, site: string, now: Date): Promise<Response> {
+function logFailure(site: string, what: string, error: unknown): void {
+  console.error("crawl job for site %s: %s: %s", site, what, error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * The checks both routes make: the method, the site known, its secret given. The site's start URL
+ * when the caller may ask, else the answer to give.
+ */
+async function authorize(request: Request, db: SqlDatabase, site: string): Promise<{ startUrl: string } | Response> {
   if (request.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
   let row: SiteRow | undefined;
   try {
     [row] = await db.all<SiteRow>(
-      `SELECT EXISTS (SELECT 1 FROM crawl_runs WHERE site = ?1) AS known,
+      `SELECT (SELECT start_url FROM crawl_runs WHERE site = ?1 ORDER BY started_at DESC, id DESC LIMIT 1) AS start_url,
               (SELECT settings FROM site_settings WHERE site = ?1) AS settings`,
       [site],
     );
   } catch (error) {
-    console.error("recrawl for site %s: D1 cannot be read: %s", site, error instanceof Error ? error.message : String(error));
+    logFailure(site, "D1 cannot be read", error);
     return json(503, { error: "the knowledge base cannot be read right now" });
   }
-  if (!row?.known) return json(404, { error: `unknown site "${site}": it has never been crawled` });
+  if (!row?.start_url) return json(404, { error: `unknown site "${site}": it has never been crawled` });
   const secret = recrawlSecret(row.settings);
   if (secret === null) return json(403, { error: "recrawl requests are off for this site (no knowledge.recrawlSecret)" });
   const given = /^Bearer\s+(\S+)$/iu.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
   if (!given || !(await sameSecret(given, secret))) {
     return json(401, { error: "Authorization: Bearer <knowledge.recrawlSecret> is missing or wrong" }, { "www-authenticate": "Bearer" });
   }
+  return { startUrl: row.start_url };
+}
+
+/** Ask for the job; the 202 answer, or 503 when it cannot be saved (a failed send is `sent: false`). */
+async function ask(
+  db: SqlDatabase,
+  queue: CrawlQueue | null,
+  site: string,
+  kind: string,
+  urls: string[],
+  reason: string,
+  now: Date,
+  extra: Record<string, unknown> = {},
+): Promise<Response> {
+  let asked: Asked;
+  try {
+    asked = await askForJob(db, queue, site, kind, urls, reason, 0, now);
+  } catch (error) {
+    if (error instanceof JobError) return json(400, { error: error.message });
+    logFailure(site, "the request cannot be saved", error);
+    return json(503, { error: "the request cannot be saved right now" });
+  }
+  const { job } = asked;
+  return json(202, { queued: true, request: job.request, asked: asked.asked, kind: job.kind, urls: job.urls, sent: asked.sent, ...extra });
+}
+
+/** POST /v1/sites/:site/recrawl for `site` (already checked against the site-name pattern). */
+export async function recrawlRoute(request: Request, db: SqlDatabase, queue: CrawlQueue | null, site: string, now: Date): Promise<Response> {
+  const allowed = await authorize(request, db, site);
+  if (allowed instanceof Response) return allowed;
   const text = await request.text();
   let body: unknown = null;
   if (text.trim()) {
@@ -80,21 +166,28 @@ export async function recrawlRoute(request: Request, db: SqlDatabase, site: stri
   }
   const urls = parseUrls(body);
   if (typeof urls === "string") return json(400, { error: urls });
-  const id = Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, "0")).join("");
-  const at = now.toISOString().replace(/\.\d{3}Z$/u, "Z");
-  try {
-    const [queued] = await db.all<{ id: string; asked: number; urls: string }>(
-      `INSERT INTO crawl_requests (id, site, urls, requested_at, last_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (site) WHERE handled_at IS NULL AND taken_at IS NULL DO UPDATE SET asked = asked + 1, last_at = excluded.last_at,
-         urls = (SELECT json_group_array(value) FROM (SELECT DISTINCT value FROM (
-                   SELECT value FROM json_each(crawl_requests.urls) UNION ALL SELECT value FROM json_each(excluded.urls))
-                 LIMIT ${MAX_URLS}))
-       RETURNING id, asked, urls`,
-      [id, site, JSON.stringify([...new Set(urls)]), at, at],
-    );
-    return json(202, { queued: true, request: queued?.id ?? id, asked: queued?.asked ?? 1 });
-  } catch (error) {
-    console.error("recrawl for site %s: the request cannot be saved: %s", site, error instanceof Error ? error.message : String(error));
-    return json(503, { error: "the request cannot be saved right now" });
+  const { kept, refused } = onSite(urls, allowed.startUrl);
+  if (urls.length > 0 && kept.length === 0) {
+    return json(400, { error: `no URL named is a page of the site (${siteHost(allowed.startUrl)})`, refused });
   }
+  return ask(db, queue, site, kept.length > 0 ? "urls" : "full", kept, "recrawl webhook", now, { refused });
+}
+
+/** POST /v1/sites/:site/crawl/retry for `site`: its failed pages, now. */
+export async function retryRoute(request: Request, db: SqlDatabase, queue: CrawlQueue | null, site: string, now: Date): Promise<Response> {
+  const allowed = await authorize(request, db, site);
+  if (allowed instanceof Response) return allowed;
+  let failed: Array<{ url: string }>;
+  try {
+    failed = await db.all<{ url: string }>(
+      "SELECT url FROM pages WHERE site = ? AND (next_retry_at IS NOT NULL OR status = 'failed') " +
+        "ORDER BY next_retry_at IS NULL, next_retry_at, url",
+      [site],
+    );
+  } catch (error) {
+    logFailure(site, "D1 cannot be read", error);
+    return json(503, { error: "the knowledge base cannot be read right now" });
+  }
+  if (failed.length === 0) return json(200, { queued: false, reason: `no page of ${site} failed` });
+  return ask(db, queue, site, "retry", failed.map((row) => row.url), "retry requested", now);
 }

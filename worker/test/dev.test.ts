@@ -6,9 +6,9 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { backendsFromEnv } from "../src/bindings";
+import { backendsFromEnv, crawlQueueFromEnv } from "../src/bindings";
 import { DEFAULT_RERANKER } from "../src/contract";
-import { type Fetcher, d1Param, localCloudBackends, localCloudConfig } from "../src/dev";
+import { type Fetcher, d1Param, localCloudBackends, localCloudConfig, localCloudQueue } from "../src/dev";
 import worker from "../src/index";
 import { seedAcme } from "./acme";
 import { FakeAi, FakeVectorize, LOCAL_RELEVANCE } from "./fakes";
@@ -69,6 +69,12 @@ describe("localCloudConfig", () => {
         HELPPUFF_D1_DATABASE_ID: "kb", HELPPUFF_VECTORIZE_INDEX: "vec" },
       { url: "http://127.0.0.1:9", token: "t", database: "kb", index: "vec" },
     ],
+    [
+      // The crawl queue, by its id.
+      { HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788", HELPPUFF_LOCAL_CLOUD_TOKEN: "t", HELPPUFF_D1_DATABASE_ID: "d",
+        HELPPUFF_QUEUE_ID: " 0123456789abcdef0123456789abcdef " },
+      { url: "http://127.0.0.1:8788", token: "t", database: "d", index: "helppuff", queue: "0123456789abcdef0123456789abcdef" },
+    ],
   ])("%j -> %j", (vars, expected) => {
     expect(localCloudConfig(vars)).toEqual(expected);
   });
@@ -82,6 +88,15 @@ describe("localCloudConfig", () => {
   it("refuses a URL without the database's UUID: D1 has no address by name", () => {
     expect(() => localCloudConfig({ HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788", HELPPUFF_LOCAL_CLOUD_TOKEN: "t" }))
       .toThrow("HELPPUFF_LOCAL_CLOUD_URL is set without HELPPUFF_D1_DATABASE_ID");
+  });
+
+  it("refuses a queue id that is not one (32 hex characters); none at all is no queue", () => {
+    const vars = { HELPPUFF_LOCAL_CLOUD_URL: "http://127.0.0.1:8788", HELPPUFF_LOCAL_CLOUD_TOKEN: "t", HELPPUFF_D1_DATABASE_ID: "d" };
+    expect(() => localCloudConfig({ ...vars, HELPPUFF_QUEUE_ID: "helppuff-crawl" })).toThrow(
+      "HELPPUFF_QUEUE_ID must be the crawl queue's id (32 hex characters)",
+    );
+    expect(localCloudConfig({ ...vars, HELPPUFF_QUEUE_ID: "" })?.queue).toBeUndefined();
+    expect(crawlQueueFromEnv(vars as Parameters<typeof crawlQueueFromEnv>[0])).toBeNull();
   });
 });
 
@@ -213,6 +228,101 @@ describe("the Workers AI shim", () => {
       "not a model id",
     );
     expect(cloud.sent).toEqual([]);
+  });
+});
+
+describe("the crawl queue shim", () => {
+  const QUEUE = "0123456789abcdef0123456789abcdef";
+
+  it("pushes one text message with its delay to the queue, with the bearer token", async () => {
+    const cloud = new FakeLocalCloud(() => ok({}));
+    await localCloudQueue({ ...CONFIG, queue: QUEUE }, cloud.fetch).send('{"site":"acme"}', 900);
+    expect(cloud.sent).toEqual([
+      {
+        url: `${API}/queues/${QUEUE}/messages`,
+        method: "POST",
+        headers: { authorization: "Bearer s3cret", "content-type": "application/json" },
+        body: { body: '{"site":"acme"}', content_type: "text", delay_seconds: 900 },
+      },
+    ]);
+  });
+
+  it("throws Queues' refusal with its code", async () => {
+    const cloud = new FakeLocalCloud(() => refused(413, 10204, "the message is 130,000 bytes; a message takes at most 128,000 (128 KB)"));
+    await expect(localCloudQueue({ ...CONFIG, queue: QUEUE }, cloud.fetch).send("x", 0)).rejects.toThrow(
+      `Queue ${QUEUE}: HTTP 413: 10204: the message is 130,000 bytes`,
+    );
+  });
+});
+
+describe("the recrawl webhook in dev mode", () => {
+  // The local cloud faked over the Worker's global fetch: D1 statements run on Miniflare's local D1,
+  // a queue push is recorded (the local cloud's queue itself is tested in tests/test_local_queues.py).
+  const SITE = "acme-hook";
+  const QUEUE = "fedcba9876543210fedcba9876543210";
+  const SECRET = "s3cret-s3cret-s3cret";
+  const pushed: unknown[] = [];
+  const cloud = new FakeLocalCloud(async (sent) => {
+    const path = sent.url.slice(API.length);
+    const body = sent.body as Record<string, unknown>;
+    if (path === "/d1/database/helppuff/query") {
+      const result = await env.DB.prepare(String(body["sql"])).bind(...(body["params"] as unknown[])).all();
+      return ok([{ results: result.results, success: true, meta: {} }]);
+    }
+    if (path === `/queues/${QUEUE}/messages`) {
+      pushed.push(body);
+      return ok({});
+    }
+    return refused(404, 7003, `no route for ${path}`);
+  });
+
+  beforeAll(async () => {
+    await env.DB.prepare(
+      "INSERT INTO crawl_runs (id, site, start_url, status, started_at, heartbeat_at) VALUES ('run-hook', ?, 'http://127.0.0.1:8001/', 'done', ?, ?)",
+    ).bind(SITE, "2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z").run();
+    await env.DB.prepare("INSERT INTO site_settings (site, settings, updated_at) VALUES (?, ?, ?)")
+      .bind(SITE, JSON.stringify({ knowledge: { recrawlSecret: SECRET } }), "2026-11-01T00:00:00Z").run();
+  });
+
+  beforeEach(async () => {
+    pushed.length = 0;
+    cloud.sent.length = 0;
+    await env.DB.prepare("DELETE FROM crawl_requests").run();
+    vi.stubGlobal("fetch", cloud.fetch);
+  });
+
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  async function recrawl(queue: string | undefined, urls: string[]) {
+    const devEnv = { HELPPUFF_LOCAL_CLOUD_URL: CONFIG.url, HELPPUFF_LOCAL_CLOUD_TOKEN: CONFIG.token,
+      HELPPUFF_D1_DATABASE_ID: CONFIG.database, ...(queue ? { HELPPUFF_QUEUE_ID: queue } : {}) };
+    const request = new Request(`https://helppuff.test/v1/sites/${SITE}/recrawl`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${SECRET}` },
+      body: JSON.stringify({ urls }),
+    });
+    const response = await worker.fetch(request, devEnv as Parameters<typeof worker.fetch>[1]);
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  }
+
+  it("saves the job in the local cloud's D1 and pushes its message to the local queue", async () => {
+    const { status, body } = await recrawl(QUEUE, ["http://127.0.0.1:8001/a", "http://127.0.0.1:9999/a"]);
+    expect(status).toBe(202);
+    expect(body).toMatchObject({ kind: "urls", urls: ["http://127.0.0.1:8001/a"], sent: true,
+      refused: [{ url: "http://127.0.0.1:9999/a", reason: "not on 127.0.0.1:8001" }] });
+    expect(pushed).toEqual([{ body: expect.any(String), content_type: "text", delay_seconds: 0 }]);
+    expect(JSON.parse((pushed[0] as { body: string }).body)).toMatchObject({ site: SITE, kind: "urls", request: body["request"] });
+    const row = await env.DB.prepare("SELECT queued_for FROM crawl_requests WHERE id = ?").bind(body["request"]).first<{ queued_for: string }>();
+    expect(row?.queued_for).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/u);
+  });
+
+  it("saves the job unsent when serve names no queue", async () => {
+    const { status, body } = await recrawl(undefined, ["http://127.0.0.1:8001/a"]);
+    expect([status, body["sent"]]).toEqual([202, false]);
+    expect(pushed).toEqual([]);
+    expect(cloud.sent.every((sent) => sent.url.includes("/d1/"))).toBe(true);
   });
 });
 

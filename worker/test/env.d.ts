@@ -1,5 +1,6 @@
 // The test Worker's env: the wrangler.jsonc bindings plus what vitest.config.ts reads (the migrations,
-// helppuff.json's schema and its shared cases, and the contract's files as the crawler reads them).
+// helppuff.json's schema and its shared cases, the contract's files as the crawler reads them, and
+// the shared cases of crawl jobs and of the schedule).
 import type { D1Migration } from "cloudflare:test";
 
 interface JsonSchema {
@@ -48,6 +49,28 @@ interface KnowledgeJson {
   headingSeparator: string;
 }
 
+/** helppuff_crawl/schema/crawl_jobs_cases.json. */
+interface CrawlJobCasesJson {
+  about: string;
+  now: string;
+  site: string;
+  cases: Array<{
+    name: string;
+    steps: Array<{ ask?: { kind: string; urls: string[] | { range: [number, number] }; reason: string; delay: number }; take?: boolean }>;
+    expect: { kind: string; urls: string[] | { range: [number, number] }; reason: string; asked: number; due: number } | null;
+  }>;
+}
+
+/** helppuff_crawl/schema/schedule_cases.json. */
+interface ScheduleCasesJson {
+  about: string;
+  now: string;
+  runs: Record<string, { id: string; status: string; started_at: string; finished_at: string | null }>;
+  requests: Record<string, { id: string; asked: number; requested_at: string; queued_for?: string | null }>;
+  decide: Array<{ schedule: string; last: string | null; last_done: string | null; requested?: string; due: boolean; why: string }>;
+  site_schedule: Array<{ text: string | null; schedule: string }>;
+}
+
 declare global {
   namespace Cloudflare {
     interface GlobalProps {
@@ -61,6 +84,8 @@ declare global {
       TEST_MODELS: ModelsJson;
       TEST_KNOWLEDGE: KnowledgeJson;
       TEST_GAP_KEYS: { about: string; cases: Array<{ question: string; key: string }> };
+      TEST_CRAWL_JOB_CASES: CrawlJobCasesJson;
+      TEST_SCHEDULE_CASES: ScheduleCasesJson;
     }
   }
 }
