@@ -133,11 +133,12 @@ def test_a_dry_run_builds_the_bundle_and_touches_nothing(cloudflare, tmp_path: P
     _, api, cloud = cloudflare
     out = tmp_path / "out"
     dry = _helppuff(tmp_path, "deploy", "--site", "acme", "--dry-run", "--outdir", str(out), "--json",
-                    "-s", f"HELPPUFF_EMBED_MODEL={MODEL}", api=api)
+                    "-s", f"HELPPUFF_EMBED_MODEL={MODEL}", "-s", "HELPPUFF_QUEUE=acme-crawl", api=api)
     assert dry.returncode == 0, dry.stderr
     report = json.loads(dry.stdout)
     assert report["dry_run"] and report["d1_created"] and report["index_created"] and report["migrations"]
-    assert cloud.databases() == [] and cloud._vectorize_list() == []
+    assert cloud.databases() == [] and cloud._vectorize_list() == [] and cloud.queues.list_queues() == []
+    assert report["queue_made"] == ["queue helppuff-crawl-dead", "queue acme-crawl"]
     assert not (tmp_path / "kb").exists()
     assert any(path.endswith(".js") for path in report["bundle"])
     config = json.loads((out / "config" / "wrangler.deploy.json").read_text(encoding="utf-8"))
@@ -146,6 +147,9 @@ def test_a_dry_run_builds_the_bundle_and_touches_nothing(cloudflare, tmp_path: P
     assert "env" not in config and Path(config["main"]).is_file()
     checked_in = read_jsonc((WORKER_DIR / "wrangler.jsonc").read_text(encoding="utf-8"))
     assert config["ratelimits"] == checked_in["ratelimits"]
+    # The cron trigger as declared; the queue producer sends to the queue the deploy made (HELPPUFF_QUEUE).
+    assert config["triggers"] == checked_in["triggers"] and config["triggers"]["crons"]
+    assert config["queues"]["producers"] == [{"binding": "CRAWL_QUEUE", "queue": "acme-crawl"}]
 
 
 def test_jsonc_comments_and_trailing_commas_but_not_inside_strings() -> None:

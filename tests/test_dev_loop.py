@@ -181,7 +181,7 @@ def test_a_question_the_site_cannot_answer_is_a_gap_the_owner_answers(loop: Loop
         _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin=NO_ORIGIN_OK)
 
 
-def test_a_recrawl_request_through_the_worker_makes_the_site_due(loop: Loop) -> None:
+def test_a_recrawl_request_through_the_worker_is_a_job_a_worker_runs(loop: Loop) -> None:
     secret = "0123456789abcdef-recrawl"
     with sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3") as db:
         db.execute("DELETE FROM crawl_requests")  # the loop's crawl queued a retry of its failed pages
@@ -191,14 +191,21 @@ def test_a_recrawl_request_through_the_worker_makes_the_site_due(loop: Loop) -> 
         url = f"{loop.worker_url}/v1/sites/acme/recrawl"
         refused = httpx.post(url, headers={"authorization": "Bearer wrong-secret-0000000"}, timeout=60)
         assert refused.status_code == 401, refused.text
+        pricing = f"{loop.site_url}/pricing"
         queued = httpx.post(url, headers={"authorization": f"Bearer {secret}"},
-                            json={"urls": [f"{loop.site_url}/pricing"]}, timeout=60)
+                            json={"urls": [pricing, "https://elsewhere.example/x"]}, timeout=60)
         assert queued.status_code == 202, queued.text
-        again = httpx.post(url, headers={"authorization": f"Bearer {secret}"}, timeout=60)
-        assert again.json() == {"queued": True, "request": queued.json()["request"], "asked": 2}
+        body = queued.json()
+        assert (body["kind"], body["urls"], body["sent"], [r["url"] for r in body["refused"]]) == (
+            "urls", [pricing], True, ["https://elsewhere.example/x"])
+        again = httpx.post(url, headers={"authorization": f"Bearer {secret}"}, json={"urls": [pricing]}, timeout=60)
+        assert (again.json()["request"], again.json()["asked"], again.json()["sent"]) == (body["request"], 2, False)
         plan = json.loads(_helppuff(loop, "schedule", "--dry-run", "--json"))
-        assert [(p["site"], p["due"], p["why"]) for p in plan] == [
-            ("acme", True, "a recrawl was requested less than an hour ago (2 times)")]
+        assert [(p["site"], p["due"]) for p in plan] == [("acme", False)]
+        assert plan[0]["why"].startswith(f"a crawl job is queued (request {body['request']}")
+        # The Worker sent it to the local cloud's queue: a worker takes it and recrawls that page only.
+        ran = _helppuff(loop, "worker", "--once", "-s", "HELPPUFF_QUEUE_RETRIES=false")
+        assert ran.startswith(f"job {body['request']} (acme, urls, 1 page): run ") and "done" in ran, ran
     finally:
         _helppuff(loop, "settings", "set", "-", "--site", "acme", stdin=NO_ORIGIN_OK)
         db = sqlite3.connect(loop.data_dir / "d1" / "helppuff.sqlite3")

@@ -45,7 +45,8 @@ def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None: 
     config = tmp_path / "helppuff.json"
     config.write_text(json.dumps({"knowledge": {"website": {"schedule": "weekly", "renderJs": "never"}}}))
     assert run_helppuff(tmp_path, "settings", "set", str(config), "--site", "acme").returncode == 0
-    first = run_helppuff(tmp_path, "crawl", server.url, "--site", "acme", "--config", str(config))
+    first = run_helppuff(tmp_path, "crawl", server.url, "--site", "acme", "--config", str(config),
+                         "-s", "HELPPUFF_QUEUE_RETRIES=false")  # no retry job of its failed pages
     assert first.returncode == 0, first.stderr
     yesterday = iso(utc_now() - timedelta(days=1))
     with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:
@@ -62,7 +63,7 @@ def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None: 
         ("acme", True, "weekly"), ("quiet", False, "never"), ("recent", False, "weekly")]
     assert len(kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE site = 'acme'")) == 1  # dry run: nothing
 
-    scheduled = run_helppuff(tmp_path, "schedule", "--crawl")
+    scheduled = run_helppuff(tmp_path, "schedule", "--crawl", "-s", "HELPPUFF_QUEUE_RETRIES=false")
     assert scheduled.returncode == 0, scheduled.stdout + scheduled.stderr
     lines = scheduled.stdout.splitlines()
     assert lines[0].startswith("acme: due: last crawled") and "; queued: job " in lines[0]
@@ -83,7 +84,7 @@ def test_schedule_crawls_the_due_site_only(serve_site, tmp_path: Path) -> None: 
         db.execute("INSERT INTO crawl_requests (id, site, urls, asked, requested_at, last_at) "
                    "VALUES ('q1', 'acme', '[]', 2, ?, ?)", [iso(utc_now()), iso(utc_now())])
     # A request saved but never sent (the queue was unreachable) is due, and sent now.
-    requested = run_helppuff(tmp_path, "schedule", "--crawl")
+    requested = run_helppuff(tmp_path, "schedule", "--crawl", "-s", "HELPPUFF_QUEUE_RETRIES=false")
     assert requested.returncode == 0, requested.stdout + requested.stderr
     assert requested.stdout.startswith("acme: due: a recrawl was requested less than an hour ago (2 times); queued: job q1")
     assert "job q1 (acme, full): run " in requested.stdout

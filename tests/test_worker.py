@@ -152,7 +152,7 @@ def test_sigterm_stops_the_crawl_and_puts_the_job_back(serve_site, tmp_path: Pat
     assert out.startswith(f"job {request} (slow, full): interrupted (run ") and "back in the queue" in out, out
     stopped = kb_rows(tmp_path / "kb", "SELECT status, reason, pages_found FROM crawl_runs WHERE status != 'done' "
                                        "OR id NOT LIKE 'seed-%'")
-    assert len(stopped) == 1 and stopped[0]["status"] == "failed" and "shutdown" in stopped[0]["reason"]
+    assert len(stopped) == 1 and stopped[0]["status"] == "failed" and stopped[0]["reason"].startswith("interrupted: ")
     # Put back at once: the next worker takes it and finishes it.
     again = run_helppuff(tmp_path, "worker", "--once", "-s", "HELPPUFF_QUEUE_RETRIES=false")
     assert again.returncode == 0 and again.stdout.startswith(f"job {request} (slow, full): run "), again.stdout
@@ -191,3 +191,22 @@ def test_failed_pages_come_back_as_one_delayed_retry_job(serve_site, tmp_path: P
     replaced = run_helppuff(tmp_path, "recrawl", "--site", "acme")
     assert replaced.stdout.startswith(f"job {jobs[0]['id']} for acme: full, due ")
     assert "sent to the queue" in replaced.stdout  # due earlier than the retry's message: sent again
+
+
+def test_a_job_naming_pages_recrawls_those_pages_only(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    model = ("-s", "HELPPUFF_EMBED_MODEL=@local/all-minilm-l6-v2", "-s", "HELPPUFF_QUEUE_RETRIES=false")
+    crawled = run_helppuff(tmp_path, "crawl", server.url, "--site", "acme", "--render-js", "never", *model)
+    assert crawled.returncode == 0, crawled.stderr
+    before = {row["url"]: row for row in kb_rows(tmp_path / "kb", "SELECT url, run_id, fetched_at FROM pages")}
+    named = [f"{server.url}/services", f"{server.url}/contact"]
+    asked = run_helppuff(tmp_path, "recrawl", "--site", "acme", *named, "https://elsewhere.example/x", *model)
+    assert asked.stdout.splitlines()[0] == "refused https://elsewhere.example/x: not on " + server.url.split("//")[1]
+    seen = len(server.requests)
+    done = run_helppuff(tmp_path, "worker", "--once", *model)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("job ") and "(acme, urls, 2 pages): run " in done.stdout and "done" in done.stdout
+    assert sorted(server.requests[seen:]) == ["/contact", "/robots.txt", "/services"]
+    after = {row["url"]: row for row in kb_rows(tmp_path / "kb", "SELECT url, run_id, fetched_at FROM pages")}
+    changed = {url for url in after if after[url] != before.get(url)}
+    assert changed == {normal for normal in after if normal.endswith(("/services", "/contact"))}

@@ -108,7 +108,7 @@ class _Progress:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("crawl", help="crawl a site into the knowledge base")
-    parser.add_argument("url", help="the site's home page, e.g. https://acme.com.au")
+    parser.add_argument("url", nargs="?", help="the site's home page, e.g. https://acme.com.au")
     parser.add_argument("--site", help="site name (default: from the host)")
     parser.add_argument("--max-pages", help="pages to fetch (default 300, at most 1000)")
     parser.add_argument("--render-js", choices=("auto", "always", "never"))
@@ -116,6 +116,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude", action="append", default=None, help="glob unticking pages (repeatable)")
     parser.add_argument("--only", action="append", default=[], metavar="URL",
                         help="a targeted crawl: fetch this page of the site and nothing else (repeatable, at most 100)")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="crawl nothing now: queue the --site's failed pages as a retry job (helppuff recrawl --failed)")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy/HELPPUFF setting")
     parser.add_argument("--json", action="store_true", help="print the run as JSON")
     parser.add_argument("--config", metavar="HELPPUFF_JSON",
@@ -158,6 +160,21 @@ def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.kb import runs
     from helppuff_crawl.kb.database import BackendConfig, KnowledgeBase
 
+    if args.retry_failed:
+        if not args.site or args.url:
+            raise UsageError("--retry-failed takes --site SITE and no URL: it queues the site's failed pages")
+        from helppuff_crawl.kb.recrawl import ask_recrawl
+
+        asked = asyncio.run(ask_recrawl(project_settings(parse_set_options(args.set)), args.site, [], True,
+                                        "helppuff crawl --retry-failed"))
+        if not asked["queued"]:
+            print(asked["why"])
+        else:
+            print(f"job {asked['request']} for {args.site}: retry, {len(asked['urls'])} pages, due {asked['due']}; "
+                  f"{'sent to the queue' if asked['sent'] else 'already in the queue or not sent yet'}")
+        return 0
+    if not args.url:
+        raise UsageError("the site's home page is required, e.g. helppuff crawl https://acme.com.au")
     overrides = parse_set_options(args.set)
     overrides.setdefault("LOG_LEVEL", "INFO" if args.verbose else "WARNING")
 

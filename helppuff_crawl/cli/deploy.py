@@ -53,7 +53,7 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
     report: dict[str, Any] = {**plan.as_dict(), "lines": plan.lines()}
     if not worker:
         return report
-    target = WorkerTarget(plan.database, plan.database_id or PLACEHOLDER_ID, plan.index)
+    target = WorkerTarget(plan.database, plan.database_id or PLACEHOLDER_ID, plan.index, plan.queue)
     if dry_run:
         folder = outdir or Path(tempfile.mkdtemp(prefix="helppuff-bundle-"))
         config = write_deploy_config(target, folder / "config")

@@ -15,10 +15,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from typing import Any
 
-from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
+from helppuff_crawl.kb.recrawl import ask_recrawl
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,51 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.set_defaults(func=run)
-
-
-def on_site(urls: list[str], start_url: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """The URLs that are pages of the site whose home page is `start_url`, normalised; and those refused, with why."""
-    from helppuff_crawl.web.urls import normalize_url, same_site, site_host
-
-    kept: list[str] = []
-    refused: list[tuple[str, str]] = []
-    for url in urls:
-        normal = normalize_url(url)
-        if not normal:
-            refused.append((url, "not an http(s) URL"))
-        elif not same_site(normal, start_url):
-            refused.append((url, f"not on {site_host(start_url)}"))
-        else:
-            kept.append(normal)
-    return list(dict.fromkeys(kept)), refused
-
-
-async def ask_recrawl(settings: Any, site: str, urls: list[str], failed: bool, reason: str) -> dict[str, Any]:
-    """Ask for the job; what was asked, as printed."""
-    from helppuff_crawl.kb import jobs, runs
-    from helppuff_crawl.kb.crawl_queue import open_queue
-    from helppuff_crawl.kb.database import KnowledgeBase
-
-    async with KnowledgeBase.from_settings(settings) as kb:
-        last = await runs.last_run(kb, site)
-        if last is None:
-            raise UsageError(f"site {site} has never been crawled: crawl it first (`helppuff crawl URL --site {site}`)")
-        kept, refused = on_site(urls, last["start_url"])
-        if urls and not kept:
-            raise UsageError("; ".join(f"{url}: {why}" for url, why in refused) + ": no page of the site to recrawl")
-        kind = "urls" if kept else "full"
-        if failed:
-            pages, _ = await jobs.retry_pages(kb, site)
-            if not pages:
-                return {"site": site, "queued": False, "why": f"no page of {site} failed for a passing reason"}
-            kind, kept = "retry", list(dict.fromkeys([*kept, *pages]))
-        queue = await open_queue(kb, settings)
-        asked = await jobs.ask(kb, queue, site, kind, kept, reason or ("helppuff recrawl --failed" if failed
-                                                                         else "helppuff recrawl"))
-    job = asked.job
-    return {"site": site, "queued": True, "request": job.request, "kind": job.kind, "urls": list(job.urls),
-            "due": job.not_before, "asked": asked.asked, "sent": asked.sent, "send_error": asked.send_error,
-            "refused": [{"url": url, "reason": why} for url, why in refused]}
 
 
 def run(args: argparse.Namespace) -> int:

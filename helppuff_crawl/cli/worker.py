@@ -118,7 +118,8 @@ class Worker:
             await queue.retry(lease, self.stale_after)
             return Outcome(f"{label}: another worker is on it; back in the queue")
         job = taken.job
-        label = f"job {job.request} ({job.site}, {job.kind}{f', {len(job.urls)} pages' if job.urls else ''})"
+        named = f", {len(job.urls)} page{'s' if len(job.urls) != 1 else ''}" if job.urls else ""
+        label = f"job {job.request} ({job.site}, {job.kind}{named})"
         max_retries = queue.config.max_retries
         if taken.attempts > max_retries + 1:
             why = f"taken {taken.attempts - 1} times without finishing"

@@ -42,6 +42,7 @@ class WorkerTarget:
     database: str
     database_id: str
     index: str
+    queue: str = ""  # the crawl queue its CRAWL_QUEUE producer sends to (HELPPUFF_QUEUE); "": as declared
 
 
 def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR) -> dict[str, Any]:
@@ -57,6 +58,9 @@ def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR) -> dict[s
     databases[0]["migrations_dir"] = str((worker_dir / databases[0].get("migrations_dir", "migrations")).resolve())
     for index in config.get("vectorize") or []:
         index["index_name"] = target.index
+    for producer in (config.get("queues") or {}).get("producers") or []:
+        if target.queue and producer.get("binding") == "CRAWL_QUEUE":
+            producer["queue"] = target.queue
     return config
 
 

@@ -158,6 +158,8 @@ class CrawlRun:
     def outcome(self, reason: str) -> tuple[str, str]:
         """The run's status and reason once its last page is written."""
         finishing = self.stats.get_value("helppuff/store/finish_error")
+        if reason == "shutdown":  # SIGTERM or Ctrl-C: the pages in hand were finished and recorded
+            return "failed", "interrupted: stopped before its end (SIGTERM or Ctrl-C; shutdown)"
         if reason != "finished":
             return "failed", f"crawl stopped: {reason}"
         if finishing:

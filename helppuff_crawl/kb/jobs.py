@@ -264,10 +264,14 @@ async def dead_jobs(kb: KnowledgeBase, site: str | None = None, limit: int = 20)
 
 
 async def retry_pages(kb: KnowledgeBase, site: str, run_id: str | None = None) -> tuple[list[str], str | None]:
-    """The pages worth a retry: those of `run_id` (all the site's when None) that failed for a passing
-    reason and have tries left (pages.next_retry_at); and the earliest retry time among them."""
-    where = "site = ? AND next_retry_at IS NOT NULL" + (" AND run_id = ?" if run_id else "")
-    rows = await kb.query(f"SELECT url, next_retry_at FROM pages WHERE {where} ORDER BY next_retry_at, url",
+    """The pages worth a retry, and the earliest retry time among them. After run `run_id`: its pages
+    that failed for a passing reason and have tries left (pages.next_retry_at). Asked for by hand
+    (`run_id` None; the Worker's retry route alike): those of the site, and its failed pages whose
+    tries are used up."""
+    where = ("site = ? AND next_retry_at IS NOT NULL AND run_id = ?" if run_id
+             else "site = ? AND (next_retry_at IS NOT NULL OR status = 'failed')")
+    rows = await kb.query(f"SELECT url, next_retry_at FROM pages WHERE {where} "
+                          "ORDER BY next_retry_at IS NULL, next_retry_at, url",
                           [site, run_id] if run_id else [site])
     urls = [row["url"] for row in rows]
     return urls, (rows[0]["next_retry_at"] if rows else None)
