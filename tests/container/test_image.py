@@ -1,5 +1,6 @@
-"""The crawl container, built by scripts/build-image.sh and run with docker: a crawl job inside it
-against tests/sites/acme-plumbing served on 127.0.0.1, then a search of what it learned.
+"""The crawl container, built by scripts/build-image.sh and run with docker: the first crawl of
+tests/sites/acme-plumbing (served on 127.0.0.1), then a crawl job that the image's own command,
+`helppuff worker`, takes from the queue, then a search of what they learned.
 
 Run by scripts/test-container.sh (which starts Docker and builds the image first); the main
 `pytest` run does not collect this file (tests/container/conftest.py). The image is
@@ -33,6 +34,9 @@ SITE = "acme"
 IMAGE_UID = 10001  # the Dockerfile's helppuff user
 MIN_LEARNED = 12  # acme-plumbing has 16 pages to learn (tests/test_crawl_acme.py)
 DOCKER_TIMEOUT = 600
+# The site is on 127.0.0.1. (helppuff_crawl/settings.py does not read this variable today: the crawl
+# allows 127.0.0.0/8 by itself for a start URL on loopback, which is what lets these crawls through.)
+LOOPBACK = {"HELPPUFF_ALLOW_PRIVATE_ADDRESSES": "1"}
 
 
 @dataclass
@@ -74,13 +78,18 @@ def run_container(data_dir: Path, *command: str, env: dict[str, str] | None = No
     return Job(result.returncode, result.stdout, result.stderr, inspect, seconds)
 
 
-def run_job(data_dir: Path, site: str, url: str) -> Job:
-    """One crawl job for `site` in the container, as the worker will take it from the queue.
+def first_crawl(data_dir: Path, site: str, url: str) -> Job:
+    """The site's first crawl, `helppuff crawl URL --site S`: a crawl job names a site already crawled."""
+    return run_container(data_dir, "crawl", url, "--site", site, env=LOOPBACK)
 
-    Today: `helppuff crawl URL --site S`. Once `helppuff recrawl` and `helppuff worker` are on main,
-    this becomes `recrawl --site S` then `worker --once` on the same volume."""
-    return run_container(data_dir, "crawl", url, "--site", site,
-                         env={"HELPPUFF_ALLOW_PRIVATE_ADDRESSES": "1"})
+
+def run_job(data_dir: Path, site: str) -> Job:
+    """One crawl job for `site`, as the container runs it: `helppuff recrawl --site S` puts the job on
+    the crawl queue (the local cloud's, under /data), then the image's own command, `helppuff worker`,
+    with `--once`, takes it, runs the crawl and exits. The worker's Job is returned."""
+    asked = run_container(data_dir, "recrawl", "--site", site, env=LOOPBACK)
+    assert asked.returncode == 0, f"{asked.stdout}\n{asked.stderr}"
+    return run_container(data_dir, "worker", "--once", env=LOOPBACK)
 
 
 @pytest.fixture(scope="module")
@@ -97,14 +106,18 @@ def image() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def crawled(image, serve_site, tmp_path_factory):  # type: ignore[no-untyped-def]
-    """The site served on loopback, crawled once by a container job into a fresh /data folder."""
+    """The site served on loopback, crawled into a fresh /data folder by a first crawl, then by a
+    crawl job the container's worker takes from the queue."""
     server = serve_site("acme-plumbing")
     data_dir = tmp_path_factory.mktemp("container") / "data"
     data_dir.mkdir()
     data_dir.chmod(0o777)  # the image's user (uid 10001) writes it
     requests_before = len(server.requests)
-    job = run_job(data_dir, SITE, server.url)
-    print(f"\ncrawl job in the container: {job.seconds:.1f} s")
+    first = first_crawl(data_dir, SITE, server.url)
+    print(f"\nfirst crawl in the container: {first.seconds:.1f} s")
+    assert first.returncode == 0, f"{first.stdout}\n{first.stderr}"
+    job = run_job(data_dir, SITE)
+    print(f"crawl job (recrawl, then worker --once) in the container: {job.seconds:.1f} s; {job.stdout.strip()}")
     assert job.returncode == 0, f"{job.stdout}\n{job.stderr}"
     return server, data_dir, job, server.requests[requests_before:]
 
@@ -149,9 +162,11 @@ def test_the_image_holds_chromium_and_both_local_models(tmp_path: Path) -> None:
 def test_the_crawl_job_learns_the_site(crawled) -> None:  # type: ignore[no-untyped-def]
     server, data_dir, job, requests = crawled
     kb = data_dir
-    runs = kb_rows(kb, "SELECT status, reason, start_url, pages_ok FROM crawl_runs WHERE site = ?", SITE)
-    assert [r["status"] for r in runs] == ["done"], runs
-    learned = kb_rows(kb, "SELECT url FROM pages WHERE site = ? AND status = 'ok'", SITE)
+    runs = kb_rows(kb, "SELECT status, reason, start_url, pages_ok FROM crawl_runs WHERE site = ? ORDER BY started_at",
+                   SITE)
+    assert [r["status"] for r in runs] == ["done", "done"], runs  # the first crawl, then the worker's
+    assert len(job.stdout.strip().splitlines()) == 1, job.stdout  # one job taken, one line
+    learned = kb_rows(kb, "SELECT url FROM pages WHERE site = ? AND status IN ('ok', 'unchanged')", SITE)
     assert len(learned) >= MIN_LEARNED, learned
     chunks = kb_rows(kb, "SELECT COUNT(*) AS n FROM chunks WHERE site = ?", SITE)[0]["n"]
     assert chunks >= len(learned)
@@ -177,10 +192,12 @@ def test_the_job_uses_the_host_network_and_only_loopback(crawled) -> None:  # ty
     assert set(job.inspect["NetworkSettings"]["Networks"]) == {"host"}
     pages = kb_rows(data_dir, "SELECT url FROM pages WHERE site = ?", SITE)
     assert pages and all(p["url"].startswith(server.url) for p in pages)
-    stats = json.loads(kb_rows(data_dir, "SELECT stats FROM crawl_runs WHERE site = ?", SITE)[0]["stats"])
-    # Every response the crawler had (Chromium's included) came from the loopback site, and every
+    # Every response the crawls had (Chromium's included) came from the loopback site, and every
     # page that failed was answered by it: no request went anywhere else.
-    responses = sum(v for k, v in stats.items() if k.startswith("downloader/response_status_count/"))
+    responses = 0
+    for row in kb_rows(data_dir, "SELECT stats FROM crawl_runs WHERE site = ?", SITE):
+        stats = json.loads(row["stats"])
+        responses += sum(v for k, v in stats.items() if k.startswith("downloader/response_status_count/"))
     assert 0 < responses <= len(requests), (responses, len(requests))
     failed = kb_rows(data_dir, "SELECT url, reason, http_status FROM pages WHERE site = ? AND status = 'failed'", SITE)
     assert all(row["http_status"] or "redirect loop" in row["reason"] for row in failed), failed
