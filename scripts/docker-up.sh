@@ -22,18 +22,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $packages >/dev/null
 fi
 
-if docker info >/dev/null 2>&1; then
-  exit 0
-fi
-
-if ! pgrep -x dockerd >/dev/null 2>&1; then
-  echo "docker-up: starting dockerd (log: $DOCKERD_LOG)" >&2
-  # setsid: the daemon outlives this script and the shell that ran it.
-  $SUDO setsid dockerd --bridge=none --iptables=false --ip6tables=false >>"$DOCKERD_LOG" 2>&1 </dev/null &
-fi
-for _ in $(seq 60); do
+# A dockerd that is running (not one that is dying) is waited for; with none, one is started, after
+# removing the pid file a killed one left (dockerd refuses to start while its pid still exists).
+live_dockerd() { pgrep -x --runstates R,S,D dockerd >/dev/null 2>&1; }
+starts=0
+for _ in $(seq 90); do
   docker info >/dev/null 2>&1 && exit 0
+  if ! live_dockerd && [ "$starts" -lt 3 ]; then
+    [ "$starts" -eq 0 ] && echo "docker-up: starting dockerd (log: $DOCKERD_LOG)" >&2
+    $SUDO rm -f /var/run/docker.pid
+    # setsid: the daemon outlives this script and the shell that ran it.
+    $SUDO setsid dockerd --bridge=none --iptables=false --ip6tables=false >>"$DOCKERD_LOG" 2>&1 </dev/null &
+    starts=$((starts + 1))
+  fi
   sleep 1
 done
-echo "docker-up: the Docker daemon did not answer within 60 s (see $DOCKERD_LOG)" >&2
+echo "docker-up: the Docker daemon did not answer within 90 s (see $DOCKERD_LOG)" >&2
 exit 1
