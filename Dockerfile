@@ -16,7 +16,8 @@ RUN apt-get update -qq \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
 
-RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/helppuff \
+RUN groupadd --system --gid 10001 helppuff \
+ && useradd --system --uid 10001 --gid helppuff --create-home --home-dir /home/helppuff \
       --shell /usr/sbin/nologin helppuff \
  && mkdir -p /data \
  && chown helppuff:helppuff /data

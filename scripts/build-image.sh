@@ -92,7 +92,7 @@ make_base() {
   } | $SUDO tee "$root/etc/apt/sources.list" >/dev/null
   # A mirror that serves a dated snapshot has Release files past their Valid-Until: apt here is told
   # so, and the image's apt is told the same.
-  if apt-config dump 2>/dev/null | grep -q '^Acquire::Check-Valid-Until "false"'; then
+  if apt-config dump 2>/dev/null | grep '^Acquire::Check-Valid-Until "false"' >/dev/null; then  # not -q: pipefail
     echo 'Acquire::Check-Valid-Until "false";' | $SUDO tee "$root/etc/apt/apt.conf.d/99helppuff-mirror" >/dev/null
   fi
   $SUDO rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*

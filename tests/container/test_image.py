@@ -31,7 +31,7 @@ from tests.devloop import free_port, serving
 
 IMAGE = os.environ.get("HELPPUFF_IMAGE", "helppuff-crawl:latest")
 SITE = "acme"
-IMAGE_UID = 10001  # the Dockerfile's helppuff user
+IMAGE_UID = 10001  # the Dockerfile's helppuff user and group
 MIN_LEARNED = 12  # acme-plumbing has 16 pages to learn (tests/test_crawl_acme.py)
 DOCKER_TIMEOUT = 600
 # The site is on 127.0.0.1. (helppuff_crawl/settings.py does not read this variable today: the crawl
@@ -183,7 +183,7 @@ def test_the_job_runs_as_the_images_user_not_root(crawled) -> None:  # type: ign
     database = data_dir / "d1" / "helppuff.sqlite3"
     assert database.stat().st_uid == IMAGE_UID  # written by the crawl's own process
     ids = docker("run", "--rm", "--network", "host", "--entrypoint", "id", IMAGE).stdout
-    assert ids.startswith(f"uid={IMAGE_UID}(helppuff)"), ids
+    assert ids.startswith(f"uid={IMAGE_UID}(helppuff) gid={IMAGE_UID}(helppuff)"), ids
 
 
 def test_the_job_uses_the_host_network_and_only_loopback(crawled) -> None:  # type: ignore[no-untyped-def]
