@@ -5,6 +5,11 @@
     helppuff knowledge facts list --site S [--json]   the site's facts and who set each
     helppuff knowledge facts set KEY VALUE --site S   set a fact as the owner's (a crawl never
                                                       overwrites it); the facts passage is rebuilt
+    helppuff knowledge facts detect --site S [--json] [--dry-run]
+                                                      read the stored contact and home pages for the
+                                                      phone, email, hours and address no fact covers
+                                                      (a chat model, else rules); print what was
+                                                      found, kept and dropped with why
     helppuff knowledge add --site S --title T (--text X | --file F)
                                                       an own answer, searchable at once
     helppuff knowledge answers --site S [--json]      the own answers
@@ -50,6 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setter.add_argument("value")
     setter.add_argument("--site", required=True)
     setter.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    detect = facts_sub.add_parser("detect", help="fill the facts no fact covers from the contact and home pages")
+    detect.add_argument("--site", required=True)
+    detect.add_argument("--json", action="store_true")
+    detect.add_argument("--dry-run", action="store_true", help="print what would be kept; keep nothing")
+    detect.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     add = sub.add_parser("add", help="add an own answer (searchable at once)")
     add.add_argument("--site", required=True)
     add.add_argument("--title", required=True, help="the question or topic, e.g. \"Is there parking?\"")
@@ -283,6 +293,47 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
         await kb.close()
 
 
+async def detect_facts(settings: Any, site: str, dry_run: bool) -> tuple[Any, int]:
+    """Read the site's stored contact and home pages for its missing facts; (the detection, passage chunks)."""
+    from helppuff_crawl.kb import facts, page_facts
+
+    kb, writer, embedder = open_knowledge(settings)
+    try:
+        found = await page_facts.detect(kb, site, page_facts.PageFactsConfig.from_settings(settings), dry_run=dry_run)
+        chunks = 0
+        if found.stored:
+            await writer.ensure_index()
+            await writer.claim_site(site)
+            chunks = await facts.write_facts_passage(kb, writer, embedder.embed, site)
+            await writer.wait_for_writes()
+        return found, chunks
+    finally:
+        await kb.close()
+
+
+def _print_detection(found: Any, chunks: int, dry_run: bool) -> None:
+    reader = "a chat model, " + found.reader.removeprefix("model ") if found.reader != "rules" else \
+        "the rule-based reader (no chat model: HELPPUFF_LOCAL_CHAT_URL names one)"
+    print(f"{found.site}: read {len(found.pages)} page{'s' if len(found.pages) != 1 else ''} with {reader}")
+    for url in found.pages:
+        print(f"  {url}")
+    print(f"missing: {', '.join(found.gaps) or 'nothing'}")
+    for note in found.notes:
+        print(f"note: {note}")
+    rows = [("kept" if not dry_run else "would keep", c) for c in found.kept]
+    rows += [(c.reason, c) for c in found.known] + [(f"dropped: {c.reason}", c) for c in found.dropped]
+    if not rows:
+        print("found nothing")
+    for verdict, candidate in rows:
+        value = candidate.value if isinstance(candidate.value, str) else json.dumps(candidate.value, ensure_ascii=False)
+        where = f" ({candidate.source_url})" if candidate.source_url else ""
+        print(f"{candidate.key:<10} {value}{where}\n           {verdict}")
+    if found.stored:
+        print(f"facts passage rebuilt ({chunks} chunk{'s' if chunks != 1 else ''})")
+    elif dry_run:
+        print("dry run: nothing kept")
+
+
 async def list_facts(settings: Any, site: str) -> list[dict[str, Any]]:
     from helppuff_crawl.kb import facts
 
@@ -318,6 +369,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"key: name a fact, e.g. telephone or parking, got {args.key!r}")
         chunks = asyncio.run(set_fact(settings, args.site, args.key.strip(), args.value))
         print(f"{args.site}: {args.key} set by the owner; facts passage rebuilt ({chunks} chunk)")
+        return 0
+    if args.facts_command == "detect":
+        found, chunks = asyncio.run(detect_facts(settings, args.site, args.dry_run))
+        if args.json:
+            print(json.dumps({**found.as_dict(), "dry_run": args.dry_run, "passage_chunks": chunks},
+                             indent=2, ensure_ascii=False))
+        else:
+            _print_detection(found, chunks, args.dry_run)
         return 0
     rows = asyncio.run(list_facts(settings, args.site))
     if args.json:

@@ -3,7 +3,9 @@
 1. pages not learned this time whose passages lack a live vector of the site's model (a model
    change, for a page that could not be fetched), or after a change of chunk sizes were cut with
    the old ones, are learned again from their kept Markdown, with no fetch;
-2. the crawl's facts are saved (never over the owner's) and the facts passage is rebuilt;
+2. the crawl's facts are saved (never over the owner's), the gaps its structured data left are filled
+   from the contact and home pages' own words (kb/page_facts.py, when `page_texts` is given), and
+   the facts passage is rebuilt;
 3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
    re-embeds them);
 4. pages unticked or gone this crawl, or recorded as another page's duplicate, leave the knowledge
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from helppuff_crawl.embed.models import EmbedFn
-from helppuff_crawl.kb import answers, facts, files
+from helppuff_crawl.kb import answers, facts, files, page_facts
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.writer import KnowledgeWriter
@@ -40,19 +42,26 @@ class Finished:
     own_answer_chunks: int
     file_chunks: int
     removed_pages: int  # pages whose passages left
+    page_facts_kept: int = 0  # facts read from the pages' words that filled a gap
+    page_facts_dropped: int = 0  # ... and those a check dropped (not written in the page, not a number ...)
 
 
 async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn | None, site: str,
                       start_url: str, crawl_facts: facts.CrawlFacts, leaving: Sequence[str],
-                      relearn_all: bool = False, targeted: bool = False) -> Finished:
+                      relearn_all: bool = False, targeted: bool = False,
+                      page_texts: page_facts.CrawlPageTexts | None = None) -> Finished:
     """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked, gone or duplicates this crawl; `relearn_all`:
     the crawl began by having every page learned again (the site's model or chunk sizes changed); `targeted`:
-    the crawl fetched the pages named only (step 1 is skipped)."""
+    the crawl fetched the pages named only (step 1 is skipped); `page_texts`: the crawl's contact and home
+    pages' footers, and how to reach a chat model (None: no gaps are filled from the pages)."""
     stale = await writer.stale_pages(site, cleared_too=relearn_all) if embed is not None and not targeted else []
     for page in stale:
         assert embed is not None
         await learn(writer, embed, Passages(site, page["url"], page["title"], page["category"], page["markdown"]))
     await facts.save_crawl(kb, site, crawl_facts, start_url)
+    filled = None
+    if page_texts is not None:  # a targeted crawl saw too few pages to know what structured data leaves out
+        filled = await page_facts.fill_after_crawl(kb, site, None if targeted else crawl_facts.values(), page_texts)
     passage_chunks = answer_chunks = file_chunks = 0
     if embed is not None:
         passage_chunks = await facts.write_facts_passage(kb, writer, embed, site)
@@ -63,4 +72,5 @@ async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     removed = 0
     for url in leaving:
         removed += 1 if await writer.remove_page(site, url) else 0
-    return Finished(len(stale), passage_chunks, answer_chunks, file_chunks, removed)
+    return Finished(len(stale), passage_chunks, answer_chunks, file_chunks, removed,
+                    len(filled.kept) if filled else 0, len(filled.dropped) if filled else 0)

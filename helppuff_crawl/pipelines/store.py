@@ -50,7 +50,7 @@ extension (the site, its start URL, the run id). Settings: HELPPUFF_STORE_ENABLE
 HELPPUFF_VECTORIZE_INDEX, HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS,
 HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER, HELPPUFF_VECTORIZE_WAIT.
 Stats: helppuff/store/{pages,unchanged,not_learned,removed_pages,reembedded_from_markdown,
-facts_passage_chunks,own_answer_chunks,file_chunks,finish_error,sends}, helppuff/store/status/<status>,
+facts_passage_chunks,own_answer_chunks,file_chunks,page_facts_kept,page_facts_dropped,finish_error,sends}, helppuff/store/status/<status>,
 helppuff/store/mended/<what>, helppuff/vectors/{written,deleted,pending}, helppuff/targeted/facts_left.
 """
 
@@ -73,6 +73,7 @@ from helppuff_crawl.kb.after_crawl import after_crawl
 from helppuff_crawl.kb.database import BackendConfig
 from helppuff_crawl.kb.facts import FACTS_FIRST, CrawlFacts
 from helppuff_crawl.kb.learn import Lesson
+from helppuff_crawl.kb.page_facts import CrawlPageTexts
 from helppuff_crawl.kb.write_queue import PageWriteQueue
 from helppuff_crawl.kb.writer import (
     IndexConfig,
@@ -134,6 +135,7 @@ class StorePipeline:
         self._embedding = embedding
         self.embedding: EmbedPipeline | None = None
         self.facts = CrawlFacts()
+        self.page_texts = CrawlPageTexts.from_settings(crawler.settings)  # footers, for facts from the pages
         self.known: KnownSite | None = None
         self.queue: PageWriteQueue | None = None
         self._leaving: list[str] = []
@@ -183,6 +185,7 @@ class StorePipeline:
             return self._recorded(item, item.status)
         if not self.run.targeted or item.category in FACTS_FIRST:
             self.facts.add(item.category, item.url, item.facts, item.site_blocks)
+            self.page_texts.add(item.category, item.url, item.html)
         elif item.facts:
             self.stats.inc_value("helppuff/targeted/facts_left")
         lesson: Lesson | None = item.lesson
@@ -246,7 +249,8 @@ class StorePipeline:
         try:
             done = await after_crawl(self.kb, self.writer, embed,
                                      self.run.config.site, self.run.config.start_url, self.facts, self._leaving,
-                                     relearn_all=self._relearn, targeted=bool(self.run.targeted))
+                                     relearn_all=self._relearn, targeted=bool(self.run.targeted),
+                                     page_texts=self.page_texts)
             for key, value in vars(done).items():
                 self.stats.set_value(f"helppuff/store/{key}", value)
         except Exception as exc:
