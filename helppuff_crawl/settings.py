@@ -125,6 +125,9 @@ HELPPUFF_D1_DATABASE = os.environ.get("HELPPUFF_D1_DATABASE", "helppuff")
 # the Worker's chat; "" = extractive answers. Its model name: "" passes the Worker's model id through.
 HELPPUFF_LOCAL_CHAT_URL = os.environ.get("HELPPUFF_LOCAL_CHAT_URL", "")
 HELPPUFF_LOCAL_CHAT_MODEL = os.environ.get("HELPPUFF_LOCAL_CHAT_MODEL", "")
+# `helppuff serve`: the Retell account's API key (env RETELL_API_KEY), passed to the Worker as its secret
+# RETELL_API_KEY, which verifies the Retell custom function's calls; "" = not passed.
+HELPPUFF_RETELL_API_KEY = os.environ.get("RETELL_API_KEY", "")
 
 # Vectorize index for the chunks' vectors (one embedding model per index; a namespace per site).
 HELPPUFF_VECTORIZE_INDEX = os.environ.get("HELPPUFF_VECTORIZE_INDEX", "helppuff")

@@ -37,6 +37,22 @@ def crawl_into(site_url: str, data_dir: Path, site: str = "acme") -> dict[str, s
     return env
 
 
+def crawl_with_settings(site_url: str, data_dir: Path, settings: str, site: str = "acme") -> dict[str, str]:
+    """crawl_into, then `helppuff settings set` the site's helppuff.json (`settings`, JSON text); skips
+    the test when the Worker's toolchain is not installed. Returns the environment, as crawl_into."""
+    from helppuff_crawl.local.devserver import DevServerError, find_toolchain
+
+    try:
+        find_toolchain()
+    except DevServerError as exc:
+        pytest.skip(f"{exc} (scripts/test-worker.sh installs it; CI runs it before pytest)")
+    env = crawl_into(site_url, data_dir, site)
+    stored = subprocess.run([HELPPUFF, "settings", "set", "-", "--site", site], cwd=ROOT, env=env, input=settings,
+                            capture_output=True, text=True, check=False)
+    assert stored.returncode == 0, stored.stderr
+    return env
+
+
 @dataclass
 class Served:
     process: subprocess.Popen[bytes]

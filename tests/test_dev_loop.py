@@ -18,8 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from helppuff_crawl.local.devserver import DevServerError, find_toolchain
-from tests.devloop import HELPPUFF, ROOT, crawl_into, free_port, serving
+from tests.devloop import HELPPUFF, ROOT, crawl_with_settings, free_port, serving
 
 # The search and the chat answer a request without an Origin (these tests, `helppuff search`) only
 # for a site that says so (worker/src/guard.ts): the crawled site's settings while the loop runs.
@@ -51,17 +50,10 @@ class Loop:
 
 @pytest.fixture(scope="module")
 def loop(serve_site, tmp_path_factory) -> Iterator[Loop]:  # type: ignore[no-untyped-def]
-    try:
-        find_toolchain()
-    except DevServerError as exc:
-        pytest.skip(f"{exc} (scripts/test-worker.sh installs it; CI runs it before pytest)")
     server = serve_site("acme-plumbing")
     tmp = tmp_path_factory.mktemp("devloop")
     data_dir = tmp / "kb"
-    env = crawl_into(server.url, data_dir)
-    stored = subprocess.run([HELPPUFF, "settings", "set", "-", "--site", "acme"], cwd=ROOT, env=env, input=NO_ORIGIN_OK,
-                            capture_output=True, text=True, check=False)
-    assert stored.returncode == 0, stored.stderr
+    env = crawl_with_settings(server.url, data_dir, NO_ORIGIN_OK)
     port = free_port()
     with serving(data_dir, env, tmp, port) as served:
         yield Loop(server.url, f"http://127.0.0.1:{port}", data_dir, env, served.process, served.out, served.err)

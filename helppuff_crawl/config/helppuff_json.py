@@ -75,18 +75,57 @@ def _zones() -> frozenset[str]:
     return frozenset(available_timezones())
 
 
+def _rule(error: jsonschema.ValidationError, root: Any) -> tuple[list[Any], str] | None:
+    """The field and message of a rule between fields ("x-message" in the schema, which may name the
+    other fields of its object, as "{type}"), or None when `error` breaks no such rule.
+
+    A `required` error is named by the missing field, with that field's rule when it has one:
+    "backend.retrieval: missing; must be "helppuff" when backend.type is retell"."""
+    path = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = next((name for name in error.validator_value if name not in error.instance), None)
+        rule = error.schema.get("properties", {}).get(missing, {}).get("x-message")
+        if rule is None:
+            return None
+        return [*path, missing], "missing; " + rule.format_map(_Fields(error.instance))
+    rule = error.schema.get("x-message") if isinstance(error.schema, dict) else None
+    if rule is None:
+        return None
+    holder = root
+    for part in path[:-1]:
+        holder = holder[part]
+    return path, rule.format_map(_Fields(holder if isinstance(holder, dict) else {}))
+
+
+class _Fields(dict[str, Any]):
+    """An object's fields for str.format_map; an absent one reads as its own name."""
+
+    def __missing__(self, key: str) -> str:
+        return key
+
+
 def config_problems(root: Any) -> list[str]:
-    """Everything wrong with a parsed helppuff.json, one line each, in file order; [] when it is fine."""
+    """Everything wrong with a parsed helppuff.json, one line each, in file order; [] when it is fine.
+
+    A field that breaks a rule between fields (backend.retrieval with backend.type) is named once,
+    with that rule, rather than with each way its value fails."""
     validator = jsonschema.Draft202012Validator(schema(), format_checker=_FORMATS)
-    problems = []
-    for error in sorted(validator.iter_errors(root), key=lambda e: [str(p) for p in e.absolute_path]):
+    found: list[tuple[list[Any], str, bool]] = []
+    for error in validator.iter_errors(root):
+        rule = _rule(error, root)
+        if rule is not None:
+            found.append((rule[0], rule[1], True))
+            continue
         message = error.message
         if error.validator in ("pattern", "format"):  # the schema says what form it wants ("x-form")
             message = f"{error.instance!r} is not {error.schema.get('x-form', 'of the right form')}"
         if error.validator == "additionalProperties" and not error.absolute_path:
             message += ' (the answering settings go inside "backend": {...})'
-        problems.append(f"{_field(error.absolute_path)}: {message}")
-    return problems
+        found.append((list(error.absolute_path), message, False))
+    ruled = {_field(path) for path, _, is_rule in found if is_rule}
+    kept = [(path, f"{_field(path)}: {message}") for path, message, is_rule in found
+            if is_rule or _field(path) not in ruled]
+    return [line for _, line in sorted(kept, key=lambda item: [str(part) for part in item[0]])]
 
 
 def parse_config(text: str, source: str = "helppuff.json") -> dict[str, Any]:

@@ -17,7 +17,9 @@ Env "local" in worker/wrangler.jsonc declares no D1, Vectorize or AI binding, so
 remote and Miniflare's own D1 is not used: the Worker's dev shims (worker/src/dev.ts) call the
 local cloud at HELPPUFF_LOCAL_CLOUD_URL with HELPPUFF_LOCAL_CLOUD_TOKEN, given in an env file
 only this user can read (not on a command line), and so read the very SQLite file the crawl
-wrote. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
+wrote. The same file carries the Worker's secret RETELL_API_KEY when it is set in serve's environment
+(it verifies the Retell custom function's calls), and the Worker's URL is recorded in the state file
+(the local account's "worker" entry), where `helppuff status` finds it. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
 that OpenAI-compatible server (helppuff_crawl.local.chat); without it the Worker's answers are
 extractive. Nothing else leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
 WRANGLER_SEND_METRICS=false, WRANGLER_SEND_ERROR_REPORTS=false, WRANGLER_HIDE_BANNER=true (the
@@ -45,7 +47,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -96,6 +98,8 @@ class DevOptions:
     chat: ChatServerConfig | None = None  # an OpenAI-compatible chat server (HELPPUFF_LOCAL_CHAT_URL), or none
     vectorize_delay: float | None = None  # seconds before a Vectorize write applies (HELPPUFF_LOCAL_VECTORIZE_DELAY)
     warm_relevance: bool = True  # prepare the local relevance model for the served chunks, in the background
+    # The Worker secret RETELL_API_KEY (HELPPUFF_RETELL_API_KEY, from env RETELL_API_KEY); "": not passed.
+    retell_api_key: str = field(default=declared_settings.HELPPUFF_RETELL_API_KEY, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("port", "cloud_port"):
@@ -104,6 +108,13 @@ class DevOptions:
                 raise ValueError(f"{name.replace('_', '-')} must be a port number (0-65535), got {value}")
         if self.port == 0:
             raise ValueError("port must not be 0: the Worker needs a known port")
+        if any(c in self.retell_api_key for c in "\r\n\0"):
+            raise ValueError("RETELL_API_KEY must be one line")
+
+
+def secret_lines(retell_api_key: str) -> str:
+    """The env file's lines for the Worker's secrets: RETELL_API_KEY, only when it is set."""
+    return f"RETELL_API_KEY={retell_api_key}\n" if retell_api_key else ""
 
 
 #: The line `output` gets once the local relevance model has read every served chunk.
@@ -264,9 +275,12 @@ class DevServer:
             f"HELPPUFF_LOCAL_CLOUD_TOKEN={self.token}\n"
             f"HELPPUFF_D1_DATABASE_ID={self.database_id}\n"
             f"HELPPUFF_QUEUE_ID={self.queue_id}\n"
-            f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n",
+            f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n"
+            + secret_lines(self.options.retell_api_key),
             encoding="utf-8",
         )
+        # Where the Worker answers, for `helppuff status` (the Retell function's URL) while none is deployed.
+        DeployState(self.options.data_dir).record_worker(LOCAL_ACCOUNT, {"url": self.worker_url, "by": "helppuff serve"})
         command = wrangler_command(tool, self.options, env_file, self._tmp / "state")
         logger.info("Starting %s", " ".join(command))
         self.process = subprocess.Popen(

@@ -1,6 +1,6 @@
 /**
  * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI,
- * CRAWL_QUEUE, the rate limiters).
+ * CRAWL_QUEUE, the rate limiters) and its secrets (RETELL_API_KEY).
  *
  * Everything else sees the small ports of ports.ts: `SqlDatabase` (rows for a statement),
  * `VectorIndex` (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`), and the chat its two
@@ -20,6 +20,14 @@ export interface Env extends LocalCloudVars {
   CHAT_VISITOR_LIMITER?: RateLimiter; // absent where wrangler.jsonc declares none (then no limit)
   CHAT_SITE_LIMITER?: RateLimiter;
   CRAWL_QUEUE?: Queue<string>; // the crawl queue's producer (absent in env "local": dev.ts sends instead)
+  // Secrets (`wrangler secret put NAME`; `helppuff serve` passes them from its environment in the env file).
+  RETELL_API_KEY?: string; // the Retell account's API key: verifies X-Retell-Signature (retell.ts)
+}
+
+/** The Retell API key the Worker verifies Retell's calls with, or null when the secret is not set. */
+export function retellApiKey(env: Env): string | null {
+  const key = env.RETELL_API_KEY;
+  return typeof key === "string" && key.trim() !== "" ? key.trim() : null;
 }
 
 /** Wrap the Worker's bindings as the ports retrieval uses. */

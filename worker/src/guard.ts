@@ -26,7 +26,8 @@ import type { Backends, RateLimiter, SqlDatabase } from "./ports";
 import { SITE_NAME } from "./request";
 import { type ChatSettings, parseChatSettings } from "./settings";
 import { type SiteRecord, loadSite } from "./store";
-import { neuronsUsed, utcDay } from "./usage";
+import { DEFAULT_RETRIEVE_OPTIONS, type RetrieveOptions } from "./retrieve";
+import { type UsageMeter, neuronsUsed, recordUsage, utcDay } from "./usage";
 
 export const RETRY_AFTER_SECONDS = 60;
 export const UNREACHABLE = "the assistant cannot be reached right now";
@@ -141,6 +142,37 @@ export async function dailyBudget(
   const reached = used >= limit;
   if (reached) console.warn(`${route} for site %s: daily budget reached (%s of %s neurons)`, admitted.site, used, limit);
   return { used, limit, reached };
+}
+
+/** Retrieval's options for a route that retrieves (search, Retell): its timeouts and meter, and, past
+ * the daily budget (step 4), no Workers AI call at all. */
+export function budgetedRetrieveOptions(
+  budget: { used: number; limit: number; reached: boolean },
+  meter: UsageMeter,
+  timeouts: Partial<Pick<RetrieveOptions, "rerankTimeoutMs" | "vectorTimeoutMs" | "rewriteTimeoutMs">> = {},
+): RetrieveOptions {
+  return {
+    ...DEFAULT_RETRIEVE_OPTIONS,
+    ...timeouts,
+    meter,
+    budgetReached: budget.reached ? `${Math.round(budget.used * 1000) / 1000} of ${budget.limit} neurons used today` : null,
+  };
+}
+
+/** Add what `meter` counted to the site's usage_daily, in the background when the route has a
+ * waitUntil (a failure is logged as `route`'s, never the answer's). */
+export async function recordRouteUsage(
+  deps: Pick<RouteBindings, "now" | "waitUntil">,
+  db: SqlDatabase,
+  site: string,
+  meter: UsageMeter,
+  route: string,
+): Promise<void> {
+  const recording = recordUsage(db, site, utcDay(deps.now()), meter.entries()).catch((error: unknown) =>
+    console.error(`${route} for site %s: usage cannot be recorded: %s`, site, describe(error)),
+  );
+  if (deps.waitUntil) deps.waitUntil(recording);
+  else await recording;
 }
 
 /** What a route takes from the Worker: its backends, its limiters, the clock and waitUntil. */

@@ -20,6 +20,10 @@
  *   POST /v1/sites/:site/crawl/retry  Authorization as for recrawl: a retry job of the site's failed
  *     pages, now (recrawl.ts); 202 as above, or 200 {queued: false, reason} when none failed.
  *
+ *   POST /v1/sites/:site/retell/kb  the Retell custom function of a site whose backend.type is
+ *     "retell": `{name, call, args: {query}}` signed with X-Retell-Signature (RETELL_API_KEY),
+ *     answered with the matching passages as text/plain (retell.ts); 400/401/404/405/413/429/503.
+ *
  *   GET /widget.js                the chat widget's script (widget/widget.ts), cacheable.
  *   GET /demo?site=<site>         a page with the widget's script tag for that site (widget/demo.ts).
  *
@@ -34,6 +38,7 @@ import { json } from "./http";
 import type { CrawlQueue, SqlDatabase } from "./ports";
 import { SITE_NAME } from "./request";
 import { recrawlRoute, retryRoute } from "./recrawl";
+import { retellRoute } from "./retell";
 import { queueDueSites } from "./schedule";
 import { searchRoute } from "./search";
 import { demoResponse } from "./widget/demo";
@@ -43,6 +48,7 @@ const SEARCH_PATH = /^\/v1\/sites\/([^/]+)\/search\/?$/u;
 const CHAT_PATH = /^\/v1\/sites\/([^/]+)\/chat\/?$/u;
 const RECRAWL_PATH = /^\/v1\/sites\/([^/]+)\/recrawl\/?$/u;
 const RETRY_PATH = /^\/v1\/sites\/([^/]+)\/crawl\/retry\/?$/u;
+const RETELL_PATH = /^\/v1\/sites\/([^/]+)\/retell\/kb\/?$/u;
 
 /** The recrawl and retry routes: the site from the path checked, then D1 and the crawl queue reached. */
 async function crawlJobRoute(
@@ -100,6 +106,10 @@ export default {
     const retry = RETRY_PATH.exec(url.pathname);
     if (retry !== null) {
       return crawlJobRoute(request, env, retry[1] ?? "", retryRoute);
+    }
+    const retell = RETELL_PATH.exec(url.pathname);
+    if (retell !== null) {
+      return retellRoute(request, env, retell[1] ?? "", ctx); // ctx: usage is recorded after the answer
     }
     const search = SEARCH_PATH.exec(url.pathname);
     if (search !== null) {

@@ -16,12 +16,21 @@
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it.
  */
 import type { Env } from "./bindings";
-import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited, routeBindings } from "./guard";
+import {
+  type RateLimiters,
+  UNREACHABLE,
+  admit,
+  budgetedRetrieveOptions,
+  dailyBudget,
+  rateLimited,
+  recordRouteUsage,
+  routeBindings,
+} from "./guard";
 import { TOO_BIG, json, readBody } from "./http";
 import type { Backends } from "./ports";
 import { parseSearchRequest } from "./request";
-import { DEFAULT_RETRIEVE_OPTIONS, type RetrieveOptions, UnknownSiteError, retrieve } from "./retrieve";
-import { UsageMeter, recordUsage, utcDay } from "./usage";
+import { type RetrieveOptions, UnknownSiteError, retrieve } from "./retrieve";
+import { UsageMeter } from "./usage";
 
 export interface SearchDeps {
   backends: Backends;
@@ -31,10 +40,6 @@ export interface SearchDeps {
   waitUntil?: (promise: Promise<void>) => void;
   /** Retrieval's timeouts (DEFAULT_RETRIEVE_OPTIONS for what is left out). */
   retrieve?: Partial<Pick<RetrieveOptions, "rerankTimeoutMs" | "vectorTimeoutMs" | "rewriteTimeoutMs">>;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The route as the Worker runs it: its bindings, the real clock, its ExecutionContext. */
@@ -74,12 +79,7 @@ export async function handleSearch(request: Request, rawSite: string, deps: Sear
 
   const budget = await dailyBudget(db, admitted, deps.now(), "search");
   const meter = new UsageMeter();
-  const options: RetrieveOptions = {
-    ...DEFAULT_RETRIEVE_OPTIONS,
-    ...deps.retrieve,
-    meter,
-    budgetReached: budget.reached ? `${Math.round(budget.used * 1000) / 1000} of ${budget.limit} neurons used today` : null,
-  };
+  const options = budgetedRetrieveOptions(budget, meter, deps.retrieve);
   try {
     return json(200, await retrieve(deps.backends, parsed.value, options), cors);
   } catch (error) {
@@ -89,10 +89,6 @@ export async function handleSearch(request: Request, rawSite: string, deps: Sear
     console.error("search failed for site %s", site, error);
     return json(503, { error: "the knowledge base cannot be read right now" }, cors);
   } finally {
-    const recording = recordUsage(db, site, utcDay(deps.now()), meter.entries()).catch((error: unknown) =>
-      console.error("search for site %s: usage cannot be recorded: %s", site, describe(error)),
-    );
-    if (deps.waitUntil) deps.waitUntil(recording);
-    else await recording;
+    await recordRouteUsage(deps, db, site, meter, "search");
   }
 }

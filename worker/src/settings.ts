@@ -7,8 +7,16 @@
  * wrapper is accepted too). Absent fields take the defaults below; a field with a bad value takes
  * its default and is reported, never fatal.
  *
+ * Who answers (`parseBackendType`):
+ *   backend.type                       "workers-ai" (the default) | "openai" | "gemini" |
+ *                                      "anthropic" | "retell"; every type but workers-ai takes
+ *                                      backend.retrieval "helppuff" (seed 000: the knowledge base
+ *                                      is ours, the answering is theirs), and then retrieval runs
+ *                                      with the default settings below
+ *
  * Retrieval (`parseSettings`):
  *   backend.model                      chat model for queryRewrite "llm" (@cf/zai-org/glm-4.7-flash)
+ *   backend.retrieval                  the object of these fields, or "helppuff" (defaults)
  *   backend.retrieval.finalK           passages kept, integer 1..20 (4)
  *   backend.retrieval.minScore         least reranker score kept, 0..1 (0.2)
  *   backend.retrieval.queryRewrite     "heuristic" | "llm" ("heuristic")
@@ -50,6 +58,50 @@
  */
 
 import { DEFAULT_RERANKER } from "./contract";
+
+/**
+ * The answering backends of backend.type. What the Worker does for each:
+ *   workers-ai                 the chat and the search, answered with Workers AI;
+ *   retell                     the same, and POST /v1/sites/:site/retell/kb, the Retell custom
+ *                              function that answers a voice agent with passages (retell.ts);
+ *   openai, gemini, anthropic  accepted, and for now the chat answers as for workers-ai: generation
+ *                              by the provider (issue 14, "other generators") is built apart.
+ */
+export const BACKEND_TYPES = ["workers-ai", "openai", "gemini", "anthropic", "retell"] as const;
+export type BackendType = (typeof BACKEND_TYPES)[number];
+export const DEFAULT_BACKEND_TYPE: BackendType = "workers-ai";
+/** backend.retrieval for every type but workers-ai: the passages come from this knowledge base. */
+export const HELPPUFF_RETRIEVAL = "helppuff";
+
+export interface ParsedBackendType {
+  type: BackendType;
+  problems: string[]; // one line per field at fault, naming it
+}
+
+/**
+ * backend.type from the settings JSON text (null when the site has no settings row), and whether
+ * backend.retrieval agrees with it. An unknown type is reported and read as workers-ai. A type
+ * other than workers-ai without "retrieval": "helppuff" is reported and kept: the owner chose
+ * who answers, and this knowledge base is the only one the Worker has.
+ */
+export function parseBackendType(text: string | null): ParsedBackendType {
+  const { backend, problem } = readBackend(text);
+  if (backend === null) return { type: DEFAULT_BACKEND_TYPE, problems: problem ? [problem] : [] };
+  const problems: string[] = [];
+  let type: BackendType = DEFAULT_BACKEND_TYPE;
+  if ("type" in backend) {
+    const value = backend["type"];
+    if ((BACKEND_TYPES as readonly unknown[]).includes(value)) type = value as BackendType;
+    else problems.push(`backend.type must be one of ${BACKEND_TYPES.map((t) => `"${t}"`).join(", ")}; ${DEFAULT_BACKEND_TYPE} used`);
+  }
+  const retrieval = backend["retrieval"];
+  if (type !== DEFAULT_BACKEND_TYPE && retrieval !== HELPPUFF_RETRIEVAL) {
+    problems.push(`backend.retrieval must be "${HELPPUFF_RETRIEVAL}" when backend.type is ${type}`);
+  } else if (type === DEFAULT_BACKEND_TYPE && retrieval === HELPPUFF_RETRIEVAL && problems.length === 0) {
+    problems.push(`backend.retrieval must be the retrieval settings object when backend.type is ${DEFAULT_BACKEND_TYPE}; default used`);
+  }
+  return { type, problems };
+}
 
 /** What retrieval reads: backend.model (for the rewrite) and backend.retrieval. */
 export interface RetrievalSettings {
@@ -126,8 +178,11 @@ export function parseSettings(text: string | null, defaults: Readonly<RetrievalS
   if (retrieval === undefined) {
     return { settings, problems };
   }
+  if (retrieval === HELPPUFF_RETRIEVAL) {
+    return { settings, problems }; // the defaults; whether the type takes it is parseBackendType's to say
+  }
   if (!isObject(retrieval)) {
-    bad("retrieval", "must be an object");
+    bad("retrieval", `must be an object or "${HELPPUFF_RETRIEVAL}"`);
     return { settings, problems };
   }
   if ("finalK" in retrieval) {

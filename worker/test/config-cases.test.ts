@@ -7,17 +7,53 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CHAT_SETTINGS, DEFAULT_SETTINGS, parseChatSettings, parseSettings } from "../src/settings";
+import {
+  BACKEND_TYPES,
+  DEFAULT_BACKEND_TYPE,
+  DEFAULT_CHAT_SETTINGS,
+  DEFAULT_SETTINGS,
+  parseBackendType,
+  parseChatSettings,
+  parseSettings,
+} from "../src/settings";
 
 const { cases } = env.TEST_CONFIG_CASES;
 
 describe("the shared helppuff.json cases", () => {
   it.each(cases.map((c) => [c.about, c] as const))("%s", (_about, c) => {
     const text = JSON.stringify(c.config);
-    const problems = [...parseSettings(text).problems, ...parseChatSettings(text).problems];
+    const problems = [...parseBackendType(text).problems, ...parseSettings(text).problems, ...parseChatSettings(text).problems];
     const accepts = (c.worker ?? (c.valid ? "accepts" : "refuses")) === "accepts";
     if (accepts) expect(problems).toEqual([]);
     else expect(problems.length).toBeGreaterThan(0);
+  });
+});
+
+describe("backend.type", () => {
+  const type = (env.TEST_CONFIG_SCHEMA.properties?.["backend"]?.properties?.["type"] ?? {}) as { enum?: unknown; default?: unknown };
+
+  it("has the schema's types and default", () => {
+    expect(type.enum).toEqual([...BACKEND_TYPES]);
+    expect(type.default).toBe(DEFAULT_BACKEND_TYPE);
+  });
+
+  it.each([
+    ['{"backend": {"type": "retell", "retrieval": "helppuff"}}', "retell", []],
+    ['{"backend": {"type": "openai", "retrieval": "helppuff"}}', "openai", []],
+    ['{"type": "gemini", "retrieval": "helppuff"}', "gemini", []],
+    ['{"backend": {}}', "workers-ai", []],
+    [null, "workers-ai", []],
+    ['{"backend": {"type": "retell"}}', "retell", ['backend.retrieval must be "helppuff" when backend.type is retell']],
+    ['{"backend": {"type": "anthropic", "retrieval": {"finalK": 2}}}', "anthropic", ['backend.retrieval must be "helppuff" when backend.type is anthropic']],
+    ['{"backend": {"retrieval": "helppuff"}}', "workers-ai", ["backend.retrieval must be the retrieval settings object when backend.type is workers-ai; default used"]],
+    ['{"backend": {"type": "cohere", "retrieval": "helppuff"}}', "workers-ai", ['backend.type must be one of "workers-ai", "openai", "gemini", "anthropic", "retell"; workers-ai used']],
+  ] as const)("%s is %s", (text, expected, problems) => {
+    expect(parseBackendType(text)).toEqual({ type: expected, problems });
+  });
+
+  it("leaves retrieval its defaults under \"helppuff\"", () => {
+    expect(parseSettings('{"backend": {"type": "retell", "retrieval": "helppuff"}}')).toEqual({ settings: DEFAULT_SETTINGS, problems: [] });
+    expect(parseSettings('{"backend": {"retrieval": "theirs"}}').problems).toEqual(['backend.retrieval must be an object or "helppuff"; default used']);
   });
 });
 

@@ -45,7 +45,7 @@ describe("parseSettings", () => {
     ['{"retrieval": {"queryRewrite": "always"}}', 'backend.retrieval.queryRewrite must be "heuristic" or "llm"; default used'],
     ['{"retrieval": {"rerankerModel": ""}}', "backend.retrieval.rerankerModel must be a model id or null; default used"],
     ['{"retrieval": {"maxPerPage": 0}}', "backend.retrieval.maxPerPage must be an integer >= 1 or null; default used"],
-    ['{"retrieval": []}', "backend.retrieval must be an object; default used"],
+    ['{"retrieval": []}', 'backend.retrieval must be an object or "helppuff"; default used'],
     ['{"model": 3}', "backend.model must be a model id; default used"],
     ["{not json", "site settings are not valid JSON; defaults used"],
     ["[1, 2]", "site settings are not a JSON object; defaults used"],
