@@ -46,6 +46,26 @@ def test_settings_are_stored_for_the_worker_and_shown(tmp_path: Path) -> None:
         "allowNoOrigin": True}
 
 
+def test_config_pull_writes_the_live_settings_back_into_the_file(tmp_path: Path) -> None:
+    missing = run_helppuff(tmp_path, "config", "pull", str(tmp_path / "helppuff.json"), "--site", "acme")
+    assert missing.returncode == 2 and "acme has no stored settings" in missing.stderr
+    live = {"backend": {"prompt": "You are Acme's assistant.", "retrieval": {"finalK": 5}},
+            "knowledge": {"website": {"maxPages": 50}}}
+    assert run_helppuff(tmp_path, "settings", "set", "-", "--site", "acme", stdin=json.dumps(live)).returncode == 0
+    path = tmp_path / "helppuff.json"
+    path.write_text(json.dumps({"backend": {"prompt": "Old prompt.", "retrieval": {"finalK": 5}},
+                                "knowledge": {"website": {"maxPages": 50, "renderJs": "never"}}}), encoding="utf-8")
+    pulled = run_helppuff(tmp_path, "config", "pull", str(path), "--site", "acme")
+    assert pulled.returncode == 0, pulled.stderr
+    assert pulled.stdout.strip() == f"{path}: the live settings of acme; changed: backend.prompt, knowledge.website.renderJs"
+    assert json.loads(path.read_text(encoding="utf-8")) == live
+    assert run_helppuff(tmp_path, "config", "check", str(path)).stdout.strip() == f"{path}: fine"
+    again = run_helppuff(tmp_path, "config", "pull", str(path), "--site", "acme")
+    assert again.stdout.strip() == f"{path}: already the live settings of acme"
+    shown = run_helppuff(tmp_path, "config", "pull", "-", "--site", "acme")
+    assert json.loads(shown.stdout) == live
+
+
 @pytest.mark.parametrize(
     ("text", "error"),
     [

@@ -6,6 +6,10 @@
                                   store its settings for the Worker, and make the site's listed
                                   documents what knowledge.files says (new and changed ones
                                   uploaded, ones taken out of the list removed)
+    helppuff config pull --site S [FILE]
+                                  the live settings (what the Worker reads) back into FILE
+                                  (default helppuff.json), so the file and the Worker agree;
+                                  prints the fields that changed; `-` prints them instead
 
 `helppuff settings set --site S FILE` stores the file for the Worker, `helppuff crawl URL
 --config FILE` crawls as its knowledge.website says; both check it the same way first.
@@ -34,6 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     apply.add_argument("file")
     apply.add_argument("--site", required=True)
     apply.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    pull = sub.add_parser("pull", help="write the site's live settings (what the Worker reads) into a helppuff.json")
+    pull.add_argument("file", nargs="?", default="helppuff.json", help="default helppuff.json; - for stdout")
+    pull.add_argument("--site", required=True)
+    pull.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.set_defaults(func=run)
 
 
@@ -55,9 +63,62 @@ async def apply_config(settings: Any, site: str, path: Path, config: dict[str, A
         await kb.close()
 
 
+def changed_fields(before: Any, after: Any, prefix: str = "") -> list[str]:
+    """The dotted paths where two configurations differ (a whole list counts as one field)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        fields: list[str] = []
+        for key in sorted(set(before) | set(after)):
+            fields += changed_fields(before.get(key), after.get(key), f"{prefix}{key}.")
+        return fields
+    return [] if before == after else [prefix.rstrip(".")]
+
+
+async def _live_settings(settings: Any, site: str) -> dict[str, Any] | None:
+    from helppuff_crawl.kb.database import KnowledgeBase
+    from helppuff_crawl.kb.site_settings import get_site_settings
+
+    async with KnowledgeBase.from_settings(settings) as kb:
+        row = await get_site_settings(kb, site)
+    if row is None:
+        return None
+    try:
+        live = json.loads(row["settings"])
+    except ValueError as exc:
+        raise UsageError(f"the stored settings of {site} are not JSON ({exc}): store a helppuff.json again") from exc
+    return live if isinstance(live, dict) else None
+
+
+def _pull(args: argparse.Namespace) -> int:
+    live = asyncio.run(_live_settings(project_settings(parse_set_options(args.set)), args.site))
+    if live is None:
+        raise UsageError(f"{args.site} has no stored settings: `helppuff settings set FILE --site {args.site}` stores them")
+    text = json.dumps(live, indent=2, ensure_ascii=False) + "\n"
+    if args.file == "-":
+        print(text, end="")
+        return 0
+    path = Path(args.file)
+    before: Any = {}
+    if path.exists():
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            before = None  # not JSON: replaced as a whole
+    fields = changed_fields(before, live) if isinstance(before, dict) else ["(the whole file: it was not JSON)"]
+    if not fields:
+        print(f"{path}: already the live settings of {args.site}")
+        return 0
+    scratch = path.with_name(f".{path.name}.pull.tmp")
+    scratch.write_text(text, encoding="utf-8")
+    scratch.replace(path)  # whole, or not at all
+    print(f"{path}: the live settings of {args.site}; changed: {', '.join(fields)}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.config_command == "apply":
         return _apply(args)
+    if args.config_command == "pull":
+        return _pull(args)
     if args.config_command == "schema":
         print(json.dumps(schema(), indent=2, ensure_ascii=False))
         return 0
