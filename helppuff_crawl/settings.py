@@ -87,8 +87,6 @@ ITEM_PIPELINES = {
 # The run row in D1, and the knowledge base the pipelines record into.
 EXTENSIONS = {
     "helppuff_crawl.extensions.run.CrawlRun": 0,
-    # After the last page: the pages that failed for a passing reason become a delayed retry job.
-    "helppuff_crawl.extensions.retry_jobs.RetryJobs": 5,
     # CPU per stage in the stats, only when HELPPUFF_PROFILE_STAGES is on (bench/pipeline.py).
     "helppuff_crawl.extensions.profile.StageProfile": 10,
 }

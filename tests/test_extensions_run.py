@@ -66,7 +66,8 @@ async def _outcome(tmp_path: Path, reason: str, pages: list[Page], finish_error:
 
 
 @pytest.mark.parametrize(("reason", "pages", "finish_error", "expected"), [
-    ("shutdown", [fetched_page(A, _TEXT, source="start")], "", ("failed", "crawl stopped: shutdown")),
+    ("shutdown", [fetched_page(A, _TEXT, source="start")], "",
+     ("failed", "interrupted: stopped before its end (SIGTERM or Ctrl-C; shutdown)")),
     ("finished", [Page(url=A, site="acme", source="start", status="blocked", reason="HTTP 403")], "",
      ("failed", "home page blocked: HTTP 403")),
     ("finished", [], "", ("failed", "nothing was found to crawl")),

@@ -8,67 +8,44 @@ those times. It merges with a job already waiting for the site (a full crawl rep
 keeps failing is tried three times in all. The queue being unreachable never fails the crawl: the job
 waits unsent, and `helppuff worker` or `helppuff schedule` sends it.
 
-Enable: EXTENSIONS {"helppuff_crawl.extensions.retry_jobs.RetryJobs": 5}; HELPPUFF_QUEUE_RETRIES (True).
-Stats: helppuff/retry/{pages,request}.
+The CrawlRun extension calls `queue_retries` once the run is recorded, on the run's own client.
+Setting: HELPPUFF_QUEUE_RETRIES (True). Stats: helppuff/retry/{pages,request}.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Self
-
-from scrapy import signals
-from scrapy.exceptions import NotConfigured
+from typing import Any
 
 from helppuff_crawl.clock import parse_iso, utc_now
-from helppuff_crawl.extensions.run import CrawlRun
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
+from helppuff_crawl.kb.database import KnowledgeBase
 
 logger = logging.getLogger(__name__)
 
 
-class RetryJobs:
-    def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("HELPPUFF_QUEUE_RETRIES") or not crawler.settings.getbool("HELPPUFF_STORE_ENABLED"):
-            raise NotConfigured("HELPPUFF_QUEUE_RETRIES or HELPPUFF_STORE_ENABLED is off")
-        self.crawler = crawler
+async def queue_retries(kb: KnowledgeBase, settings: Any, site: str, run_id: str) -> dict[str, Any]:
+    """Ask for the retry job of run `run_id`'s failed pages, if any; its stats ({} when none)."""
+    if not settings.getbool("HELPPUFF_QUEUE_RETRIES"):
+        return {}
+    from helppuff_crawl.kb import jobs
+    from helppuff_crawl.kb.crawl_queue import open_queue
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        extension = cls(crawler)
-        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
-        return extension
-
-    async def spider_closed(self, spider: Any, reason: str) -> None:
-        run = self.crawler.get_extension(CrawlRun)
-        if run is None or not run.run_id:
-            return
-        from helppuff_crawl.kb import jobs
-        from helppuff_crawl.kb.crawl_queue import open_queue
-        from helppuff_crawl.kb.database import KnowledgeBase
-
-        site = run.config.site
+    try:
+        urls, due = await jobs.retry_pages(kb, site, run_id)
+        if not urls or due is None:
+            return {}
+        now = utc_now()
+        sender = None
         try:
-            async with KnowledgeBase.from_settings(self.crawler.settings) as kb:
-                urls, due = await jobs.retry_pages(kb, site, run.run_id)
-                if not urls or due is None:
-                    return
-                delay = (parse_iso(due) - utc_now()).total_seconds()
-                sender = None
-                try:
-                    sender = await open_queue(kb, self.crawler.settings)
-                except (ValueError, OSError) as exc:  # no queue deployed: the job waits unsent
-                    logger.warning("The crawl queue cannot be opened (%s): the retry job of %s waits unsent", exc, site)
-                asked = await jobs.ask(kb, sender, site, "retry", urls,
-                                       f"retry: {len(urls)} page{'s' if len(urls) != 1 else ''} failed in run {run.run_id}",
-                                       delay)
-        except Exception as exc:  # the crawl is done either way; its failed pages keep their retry times
-            logger.error("The retry job of %s could not be asked for: %s", site, exc, extra={"spider": spider})
-            return
-        self.crawler.stats.set_value("helppuff/retry/pages", len(urls))
-        self.crawler.stats.set_value("helppuff/retry/request", asked.job.request)
-        logger.info("%d failed pages of %s: retry job %s, due %s%s", len(urls), site, asked.job.request,
-                    asked.job.not_before, "" if asked.sent else f" (not sent: {asked.send_error or 'queued already'})",
-                    extra={"spider": spider})
+            sender = await open_queue(kb, settings)
+        except (ValueError, OSError) as exc:  # no queue deployed: the job waits unsent
+            logger.warning("The crawl queue cannot be opened (%s): the retry job of %s waits unsent", exc, site)
+        asked = await jobs.ask(kb, sender, site, "retry", urls,
+                               f"retry: {len(urls)} page{'s' if len(urls) != 1 else ''} failed in run {run_id}",
+                               (parse_iso(due) - now).total_seconds(), now=now)
+    except Exception as exc:  # the crawl is done either way; its failed pages keep their retry times
+        logger.error("The retry job of %s could not be asked for: %s", site, exc)
+        return {}
+    logger.info("%d failed pages of %s: retry job %s, due %s%s", len(urls), site, asked.job.request,
+                asked.job.not_before, "" if asked.sent else f" (not sent: {asked.send_error or 'queued already'})")
+    return {"helppuff/retry/pages": len(urls), "helppuff/retry/request": asked.job.request}

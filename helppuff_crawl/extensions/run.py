@@ -43,6 +43,7 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 
 from helppuff_crawl.cloudflare.client import CloudflareError
 from helppuff_crawl.cloudflare.pricing import neurons
+from helppuff_crawl.extensions.retry_jobs import queue_retries
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb import runs, usage
 from helppuff_crawl.kb.database import KnowledgeBase, NotDeployed
@@ -211,6 +212,10 @@ class CrawlRun:
             stats = {k: v for k, v in self.stats.get_stats().items()
                      if k.startswith(("helppuff/", "downloader/response_status"))}
             await runs.finish_run(self.kb, self.run_id, status, why, self.counts, stats)
+            # The pages that failed for a passing reason: one delayed retry job (extensions/retry_jobs.py).
+            for key, value in (await queue_retries(self.kb, self.crawler.settings, self.config.site,
+                                                   self.run_id)).items():
+                self.stats.set_value(key, value)
             logger.info("Crawl run %s %s: %s (%s)", self.run_id, status, why, self.counts, extra={"spider": spider})
         finally:
             self.record_calls()  # again: the run row's own write counts too
