@@ -18,7 +18,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
-import { MAX_COMPLETION_TOKENS } from "../src/chat/answer";
+import { MAX_COMPLETION_TOKENS, MODEL_FAILED_MESSAGE } from "../src/chat/answer";
 import { NOT_SURE } from "../src/chat/extractive";
 import { DEFAULT_MODELS, type Provider } from "../src/chat/providers";
 import { type ChatDeps, handleChat } from "../src/chat/route";
@@ -44,7 +44,7 @@ interface Recorded {
   body: Record<string, unknown>;
 }
 
-type Script = { tool?: { name: string; arguments: Record<string, string> }; fail?: number; garbage?: boolean };
+type Script = { tool?: { name: string; arguments: Record<string, string> }; fail?: number; garbage?: boolean; errorAfterText?: boolean };
 
 /** What every fake shares: recording, the key check, the scripted replies and the answer's text. */
 abstract class FakeProvider {
@@ -65,7 +65,9 @@ abstract class FakeProvider {
     if (!this.authorized(request.headers)) return new Response('{"error":{"message":"invalid api key"}}', { status: 401 });
     const script = this.scripts.shift() ?? {};
     if (script.fail !== undefined) return new Response(`{"error":{"message":"overloaded"}}`, { status: script.fail });
-    const frames = script.garbage ? ["data: {not json\n\n"] : this.frames(body, script);
+    let frames = script.garbage ? ["data: {not json\n\n"] : this.frames(body, script);
+    if (script.errorAfterText) frames = [...frames.slice(0, 4), this.errorFrame()]; // the API's mid-stream error
+
     const bytes = new TextEncoder().encode(frames.join(""));
     return new Response(
       new ReadableStream({
@@ -79,6 +81,8 @@ abstract class FakeProvider {
   };
 
   protected abstract authorized(headers: Headers): boolean;
+  /** The error event this API streams when it fails mid-answer. */
+  protected abstract errorFrame(): string;
   protected abstract frames(body: Record<string, unknown>, script: Script): string[];
   /** The system prompt as this API carries it. */
   abstract system(body: Record<string, unknown>): string;
@@ -109,6 +113,9 @@ abstract class FakeProvider {
 const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
 
 class FakeOpenAi extends FakeProvider {
+  protected errorFrame(): string {
+    return sse({ error: { message: "The server had an error while processing your request.", type: "server_error", param: null, code: null } });
+  }
   protected authorized(headers: Headers): boolean {
     return headers.get("authorization") === `Bearer ${this.key}`;
   }
@@ -145,6 +152,9 @@ class FakeOpenAi extends FakeProvider {
 }
 
 class FakeGemini extends FakeProvider {
+  protected errorFrame(): string {
+    return sse({ error: { code: 503, message: "The model is overloaded. Please try again later.", status: "UNAVAILABLE" } });
+  }
   protected authorized(headers: Headers): boolean {
     return headers.get("x-goog-api-key") === this.key;
   }
@@ -177,6 +187,9 @@ class FakeGemini extends FakeProvider {
 }
 
 class FakeAnthropic extends FakeProvider {
+  protected errorFrame(): string {
+    return sse({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }, "error");
+  }
   protected authorized(headers: Headers): boolean {
     return headers.get("x-api-key") === this.key && headers.get("anthropic-version") === "2023-06-01";
   }
@@ -384,6 +397,15 @@ describe.each(["openai", "gemini", "anthropic"] as const)("backend.type %s", (pr
     expect(fake.requests).toHaveLength(1);
     expect(text).toBe(NOT_SURE);
     expect(names).toEqual(["delta", "callback", "sources", "done"]);
+  });
+
+  it("ends an answer the provider broke off after some text with the error event, as for Workers AI", async () => {
+    fake.script({ errorAfterText: true });
+    const { text, names, events } = await ask(QUESTION, fake, varsFor(provider));
+    expect(text.length).toBeGreaterThan(0);
+    expect(fake.answer(fake.requests[0]!.body).startsWith(text)).toBe(true);
+    expect(names).toEqual(["delta", "error", "done"]);
+    expect(events.find((e) => e.event === "error")?.data).toEqual({ message: MODEL_FAILED_MESSAGE });
   });
 
   it("answers not sure without calling anyone when the key is missing, or wrong", async () => {
