@@ -128,7 +128,10 @@ class FakeOpenAi extends FakeProvider {
   }
   protected frames(body: Record<string, unknown>, script: Script): string[] {
     const base = { id: "chatcmpl-fake1", object: "chat.completion.chunk", created: 1764633600, model: body["model"] };
-    const chunk = (delta: unknown, finish: string | null = null) => sse({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+    // With include_usage every chunk but the last carries `usage: null` (the API reference's words).
+    const usageField = (body["stream_options"] as { include_usage?: boolean } | undefined)?.include_usage ? { usage: null } : {};
+    const chunk = (delta: unknown, finish: string | null = null) =>
+      sse({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usageField });
     const frames = [chunk({ role: "assistant", content: "" })];
     let generated: string;
     if (this.wantsTool(body, script)) {
