@@ -344,9 +344,9 @@ describe.each(["openai", "gemini", "anthropic"] as const)("backend.type %s", (pr
 
   it("uses backend.model when it is set", async () => {
     const chosen = { openai: "gpt-4o", gemini: "gemini-2.5-pro", anthropic: "claude-sonnet-4-5" }[provider];
-    await setBackend({ type: provider, retrieval: "helppuff", model: chosen });
+    await setBackend({ type: provider, retrieval: "helppuff", model: provider === "gemini" ? `models/${chosen}` : chosen });
     const { events } = await ask(QUESTION, fake, varsFor(provider));
-    expect(events.at(-1)!.data["model"]).toBe(chosen);
+    expect(String(events.at(-1)!.data["model"]).replace(/^models\//u, "")).toBe(chosen);
     const recorded = fake.requests[0]!;
     if (provider === "gemini") expect(recorded.url).toBe(`${BASES.gemini}/v1beta/models/${chosen}:streamGenerateContent?alt=sse`);
     else expect(recorded.body["model"]).toBe(chosen);

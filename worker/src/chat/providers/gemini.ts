@@ -89,7 +89,9 @@ export function geminiGenerator(config: ProviderConfig): Generator {
       };
       const tools = geminiTools(request.tools);
       if (tools.length > 0) body["tools"] = tools;
-      const url = `${config.baseUrl}/v1beta/models/${encodeURIComponent(config.model)}:streamGenerateContent?alt=sse`;
+      // The model's id, without the "models/" its resource name starts with (as Gemini's model list gives it).
+      const model = encodeURIComponent(config.model.replace(/^models\//u, ""));
+      const url = `${config.baseUrl}/v1beta/models/${model}:streamGenerateContent?alt=sse`;
       const stream = await postStream(config, "gemini", url, { "x-goog-api-key": config.apiKey }, body);
       let usage: { inputTokens: number; outputTokens: number } | null = null;
       for await (const data of sseData(stream)) {
