@@ -126,6 +126,16 @@ HELPPUFF_LOCAL_CHAT_MODEL = os.environ.get("HELPPUFF_LOCAL_CHAT_MODEL", "")
 # `helppuff serve`: the Retell account's API key (env RETELL_API_KEY), passed to the Worker as its secret
 # RETELL_API_KEY, which verifies the Retell custom function's calls; "" = not passed.
 HELPPUFF_RETELL_API_KEY = os.environ.get("RETELL_API_KEY", "")
+# `helppuff serve`: the chat providers' keys (env OPENAI_API_KEY, GEMINI_API_KEY, ANTHROPIC_API_KEY), passed to
+# the Worker as its secrets of the same names, which backend.type openai, gemini and anthropic generate with;
+# and their base URLs (env OPENAI_BASE_URL, GEMINI_BASE_URL, ANTHROPIC_BASE_URL; the Worker's default is the
+# real API), e.g. a fake on loopback for tests. "" = not passed.
+HELPPUFF_OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+HELPPUFF_OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+HELPPUFF_GEMINI_API_KEY = os.environ.get("GEMINI_API_KEY", "")
+HELPPUFF_GEMINI_BASE_URL = os.environ.get("GEMINI_BASE_URL", "")
+HELPPUFF_ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+HELPPUFF_ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 
 # Vectorize index for the chunks' vectors (one embedding model per index; a namespace per site).
 HELPPUFF_VECTORIZE_INDEX = os.environ.get("HELPPUFF_VECTORIZE_INDEX", "helppuff")

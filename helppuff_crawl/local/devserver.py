@@ -18,7 +18,9 @@ remote and Miniflare's own D1 is not used: the Worker's dev shims (worker/src/de
 local cloud at HELPPUFF_LOCAL_CLOUD_URL with HELPPUFF_LOCAL_CLOUD_TOKEN, given in an env file
 only this user can read (not on a command line), and so read the very SQLite file the crawl
 wrote. The same file carries the Worker's secret RETELL_API_KEY when it is set in serve's environment
-(it verifies the Retell custom function's calls), and the Worker's URL is recorded in the state file
+(it verifies the Retell custom function's calls), and the chat providers' keys and base URLs
+(OPENAI_API_KEY, OPENAI_BASE_URL, GEMINI_..., ANTHROPIC_..., each only when set; backend.type openai,
+gemini and anthropic generate with them), and the Worker's URL is recorded in the state file
 (the local account's "worker" entry), where `helppuff status` finds it. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
 that OpenAI-compatible server (helppuff_crawl.local.chat); without it the Worker's answers are
 extractive. Nothing else leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
@@ -83,6 +85,17 @@ _OFFLINE_VARIABLES = {
 }
 
 
+# The chat providers' Worker secrets and vars `helppuff serve` passes when set (settings.py HELPPUFF_<NAME>).
+PROVIDER_VARIABLES = (
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GEMINI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+)
+
+
+def declared_provider_vars() -> dict[str, str]:
+    """The providers' keys and base URLs as settings.py read them from the environment ("" = not set)."""
+    return {name: getattr(declared_settings, f"HELPPUFF_{name}") for name in PROVIDER_VARIABLES}
+
+
 class DevServerError(Exception):
     """The dev loop could not start or stopped on its own; the message says why."""
 
@@ -100,6 +113,8 @@ class DevOptions:
     warm_relevance: bool = True  # prepare the local relevance model for the served chunks, in the background
     # The Worker secret RETELL_API_KEY (HELPPUFF_RETELL_API_KEY, from env RETELL_API_KEY); "": not passed.
     retell_api_key: str = field(default=declared_settings.HELPPUFF_RETELL_API_KEY, repr=False)
+    # The chat providers' secrets and vars (PROVIDER_VARIABLES), from serve's environment; "": not passed.
+    provider_vars: dict[str, str] = field(default_factory=declared_provider_vars, repr=False, hash=False)
 
     def __post_init__(self) -> None:
         for name in ("port", "cloud_port"):
@@ -110,11 +125,20 @@ class DevOptions:
             raise ValueError("port must not be 0: the Worker needs a known port")
         if any(c in self.retell_api_key for c in "\r\n\0"):
             raise ValueError("RETELL_API_KEY must be one line")
+        for name, value in self.provider_vars.items():
+            if name not in PROVIDER_VARIABLES:
+                raise ValueError(f"{name} is not a provider variable ({', '.join(PROVIDER_VARIABLES)})")
+            if any(c in value for c in "\r\n\0"):
+                raise ValueError(f"{name} must be one line")
 
 
-def secret_lines(retell_api_key: str) -> str:
-    """The env file's lines for the Worker's secrets: RETELL_API_KEY, only when it is set."""
-    return f"RETELL_API_KEY={retell_api_key}\n" if retell_api_key else ""
+def secret_lines(retell_api_key: str, provider_vars: dict[str, str] | None = None) -> str:
+    """The env file's lines for the Worker's secrets and the providers' vars: RETELL_API_KEY and each of
+    PROVIDER_VARIABLES, only when it is set."""
+    lines = [f"RETELL_API_KEY={retell_api_key}\n"] if retell_api_key else []
+    given = provider_vars or {}
+    lines += [f"{name}={given[name]}\n" for name in PROVIDER_VARIABLES if given.get(name)]
+    return "".join(lines)
 
 
 #: The line `output` gets once the local relevance model has read every served chunk.
@@ -276,7 +300,7 @@ class DevServer:
             f"HELPPUFF_D1_DATABASE_ID={self.database_id}\n"
             f"HELPPUFF_QUEUE_ID={self.queue_id}\n"
             f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n"
-            + secret_lines(self.options.retell_api_key),
+            + secret_lines(self.options.retell_api_key, self.options.provider_vars),
             encoding="utf-8",
         )
         # Where the Worker answers, for `helppuff status` (the Retell function's URL) while none is deployed.

@@ -1,6 +1,7 @@
 /**
  * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI,
- * CRAWL_QUEUE, the rate limiters) and its secrets (RETELL_API_KEY).
+ * CRAWL_QUEUE, the rate limiters) and its secrets (RETELL_API_KEY; the chat providers' keys, which
+ * chat/route.ts hands to chat/providers as ProviderVars).
  *
  * Everything else sees the small ports of ports.ts: `SqlDatabase` (rows for a statement),
  * `VectorIndex` (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`), and the chat its two
@@ -9,11 +10,12 @@
  * HELPPUFF_LOCAL_CLOUD_URL is set) the ports are shims that call the local cloud over loopback
  * (dev.ts), chosen in `backendsFromEnv` alone.
  */
+import type { ProviderVars } from "./chat/providers";
 import { type LocalCloudVars, localCloudBackends, localCloudConfig, localCloudQueue } from "./dev";
 import type { AiRunner, Backends, CrawlQueue, RateLimiter, SqlDatabase, VectorIndex } from "./ports";
 
 /** The Worker's bindings, as declared in wrangler.jsonc; dev mode has the local cloud's vars instead. */
-export interface Env extends LocalCloudVars {
+export interface Env extends LocalCloudVars, ProviderVars {
   DB: D1Database;
   VECTORIZE: VectorIndex;
   AI: AiRunner;
@@ -22,6 +24,9 @@ export interface Env extends LocalCloudVars {
   CRAWL_QUEUE?: Queue<string>; // the crawl queue's producer (absent in env "local": dev.ts sends instead)
   // Secrets (`wrangler secret put NAME`; `helppuff serve` passes them from its environment in the env file).
   RETELL_API_KEY?: string; // the Retell account's API key: verifies X-Retell-Signature (retell.ts)
+  // ProviderVars (chat/providers/index.ts): the secrets OPENAI_API_KEY, GEMINI_API_KEY and
+  // ANTHROPIC_API_KEY, the key of backend.type openai, gemini or anthropic, and the vars
+  // OPENAI_BASE_URL, GEMINI_BASE_URL and ANTHROPIC_BASE_URL (tests and dev; the real APIs otherwise).
 }
 
 /** The Retell API key the Worker verifies Retell's calls with, or null when the secret is not set. */

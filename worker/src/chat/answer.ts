@@ -12,6 +12,13 @@
  * are missing where the AI binding runs: "No such model", code 5007, as in `helppuff serve`'s local
  * cloud) and nothing was shown yet, the answer is extractive.ts's quotes from the passages instead.
  *
+ * With a provider generating (`input.generator`, backend.type openai, gemini or anthropic) the
+ * same loop runs against it: its tokens are reported in `done` but are not Workers AI's, so they
+ * are neither priced in neurons nor added to usage_daily, and no fallback model is tried. When the
+ * provider fails before any text reached the visitor, or its key is missing (`answerNotSure`), the
+ * answer is the extractive one without passages: "I'm not sure — can we call you back?" and the
+ * callback.
+ *
  * Past the daily neuron budget, `refuseOverBudget` answers without calling any model.
  *
  * Every lead saved here (and in extractive.ts) goes to the site's lead webhook, if it names one,
@@ -28,7 +35,8 @@ import { contactFromConversation, mergeContact, reachable } from "./contact";
 import type { CallbackData, Emit } from "./events";
 import { EXTRACTIVE_MODEL, isModelMissing, planExtractive, streamExtractive } from "./extractive";
 import { type SavedLead, conversationExcerpt, saveLead } from "./leads";
-import { type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
+import { type ModelEvent, type ModelMessage, type ToolCall, type ToolDefinition, ToolCallAssembler, modelEvents } from "./model";
+import type { Generator } from "./providers";
 import { messagesTokens } from "./prompt";
 import type { VisitorDetails } from "./request";
 import {
@@ -90,7 +98,9 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
   const state: ToolState = { formShown: false, saved: null };
   let filter = new CitationFilter();
   let shown = false;
-  let model = settings.model;
+  const generator = input.generator;
+  let model = generator?.model ?? settings.model;
+  const generated = { inputTokens: 0, outputTokens: 0 }; // the provider's, not Workers AI's
   let fellBack = false;
   let failure: string | null = null;
   let extractive = false;
@@ -109,11 +119,11 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
       const tools = round < MAX_TOOL_ROUNDS ? input.tools : [];
       let result: CallResult;
       try {
-        result = await callModel(deps.ai, model, messages, tools, round, onText);
+        result = await callModel(deps.ai, generator, model, messages, tools, round, onText);
       } catch (error) {
         if (error instanceof VisitorGone) throw error;
         const fallback = settings.fallbackModel;
-        if (!shown && !fellBack && fallback !== null && fallback !== model) {
+        if (generator === undefined && !shown && !fellBack && fallback !== null && fallback !== model) {
           console.warn("chat model %s failed for site %s, trying %s: %s", model, site, fallback, describe(error));
           fellBack = true;
           model = fallback;
@@ -122,7 +132,12 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
         }
         throw error;
       }
-      usage.add("answer", model, result);
+      if (generator === undefined) {
+        usage.add("answer", model, result);
+      } else {
+        generated.inputTokens += result.inputTokens;
+        generated.outputTokens += result.outputTokens;
+      }
       if (tools.length === 0 || result.calls.length === 0) break;
       round += 1;
       messages.push({ role: "assistant", content: result.text, tool_calls: result.calls });
@@ -140,6 +155,11 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
       await record(deps, site, usage);
       return;
     }
+    if (!shown && generator !== undefined) {
+      console.warn("chat for site %s: %s (%s) failed before answering, answering not sure: %s", site, generator.provider, model, describe(error));
+      await answerNotSure(deps, input, usage, rawEmit);
+      return;
+    }
     if (!shown && isModelMissing(error)) {
       console.warn("chat model %s is not available for site %s, answering from the passages: %s", model, site, describe(error));
       extractive = true;
@@ -153,7 +173,12 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
     return;
   }
   await record(deps, site, usage);
-  const totals = usage.totals("answer");
+  const answered = usage.totals("answer");
+  const totals = {
+    neurons: answered.neurons,
+    inputTokens: answered.inputTokens + generated.inputTokens,
+    outputTokens: answered.outputTokens + generated.outputTokens,
+  };
   try {
     if (failure !== null) await emit({ event: "error", data: { message: failure } });
     await emit({ event: "done", data: { usage: totals, model } });
@@ -169,8 +194,17 @@ async function answerExtractively(deps: AnswerDeps, input: AnswerInput, usage: U
   await streamExtractive(deps, input, plan, emit, usage);
 }
 
+/**
+ * The answer when the provider cannot be called (no key) or failed before anything was shown:
+ * the extractive answer without passages, "I'm not sure — can we call you back?" and the callback.
+ */
+export async function answerNotSure(deps: AnswerDeps, input: AnswerInput, usage: UsageMeter, emit: Emit): Promise<void> {
+  await answerExtractively(deps, { ...input, passages: [] }, usage, emit);
+}
+
 async function callModel(
   ai: AiRunner,
+  generator: Generator | undefined,
   model: string,
   messages: readonly ModelMessage[],
   tools: readonly ToolDefinition[],
@@ -181,18 +215,23 @@ async function callModel(
   // chatRequestFields: max_completion_tokens and stream_options.include_usage for
   // glm-4.7-flash, as https://developers.cloudflare.com/workers-ai/models/glm-4.7-flash/
   // documents them). Reasoning stays on for answers.
-  const inputs: Record<string, unknown> = {
-    messages: [...messages],
-    stream: true,
-    ...chatRequestFields(model, { maxTokens: MAX_COMPLETION_TOKENS, stream: true, reasoning: true }),
-  };
-  if (tools.length > 0) inputs["tools"] = tools;
-  const output = await ai.run(model, inputs);
+  let events: AsyncGenerator<ModelEvent>;
+  if (generator !== undefined) {
+    events = generator.generate({ messages, tools, maxTokens: MAX_COMPLETION_TOKENS });
+  } else {
+    const inputs: Record<string, unknown> = {
+      messages: [...messages],
+      stream: true,
+      ...chatRequestFields(model, { maxTokens: MAX_COMPLETION_TOKENS, stream: true, reasoning: true }),
+    };
+    if (tools.length > 0) inputs["tools"] = tools;
+    events = modelEvents(await ai.run(model, inputs));
+  }
   const assembler = new ToolCallAssembler();
   let text = "";
   let thought = "";
   let reported: Tokens | null = null;
-  for await (const event of modelEvents(output)) {
+  for await (const event of events) {
     if (event.type === "text") {
       text += event.text;
       await onText(event.text);

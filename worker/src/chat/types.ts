@@ -16,6 +16,7 @@ import type { ChatSettings } from "../settings";
 import type { UsageMeter } from "../usage";
 import type { BusinessFacts } from "./facts";
 import type { ModelMessage, ToolDefinition } from "./model";
+import type { Generator } from "./providers";
 import type { ChatRequest } from "./request";
 import type { DeliveryOptions } from "./webhook";
 
@@ -50,4 +51,9 @@ export interface AnswerInput {
    * embedding failed): the extractive answer then chooses by words.
    */
   queryEmbedding?: QueryEmbedding | null;
+  /**
+   * The provider that generates the answer (backend.type openai, gemini or anthropic,
+   * providers/index.ts); left out for Workers AI.
+   */
+  generator?: Generator;
 }
