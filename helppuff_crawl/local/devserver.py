@@ -93,7 +93,14 @@ PROVIDER_VARIABLES = (
 
 def declared_provider_vars() -> dict[str, str]:
     """The providers' keys and base URLs as settings.py read them from the environment ("" = not set)."""
-    return {name: getattr(declared_settings, f"HELPPUFF_{name}") for name in PROVIDER_VARIABLES}
+    return {
+        "OPENAI_API_KEY": declared_settings.HELPPUFF_OPENAI_API_KEY,
+        "OPENAI_BASE_URL": declared_settings.HELPPUFF_OPENAI_BASE_URL,
+        "GEMINI_API_KEY": declared_settings.HELPPUFF_GEMINI_API_KEY,
+        "GEMINI_BASE_URL": declared_settings.HELPPUFF_GEMINI_BASE_URL,
+        "ANTHROPIC_API_KEY": declared_settings.HELPPUFF_ANTHROPIC_API_KEY,
+        "ANTHROPIC_BASE_URL": declared_settings.HELPPUFF_ANTHROPIC_BASE_URL,
+    }
 
 
 class DevServerError(Exception):
