@@ -1,7 +1,8 @@
 /**
  * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI,
  * CRAWL_QUEUE, the rate limiters) and its secrets (RETELL_API_KEY; the chat providers' keys, which
- * chat/route.ts hands to chat/providers as ProviderVars).
+ * chat/route.ts hands to chat/providers as ProviderVars; a custom retriever's token, the secret its
+ * knowledge.retrieval.tokenEnv names, which `retrieverSecret` reads).
  *
  * Everything else sees the small ports of ports.ts: `SqlDatabase` (rows for a statement),
  * `VectorIndex` (a Vectorize v2 query) and `AiRunner` (a Workers AI `run`), and the chat its two
@@ -12,7 +13,8 @@
  */
 import type { ProviderVars } from "./chat/providers";
 import { type LocalCloudVars, localCloudBackends, localCloudConfig, localCloudQueue } from "./dev";
-import type { AiRunner, Backends, CrawlQueue, RateLimiter, SqlDatabase, VectorIndex } from "./ports";
+import type { AiRunner, Backends, CrawlQueue, RateLimiter, RetrieverPorts, SqlDatabase, VectorIndex } from "./ports";
+import { isRetrieverSecretName } from "./settings";
 
 /** The Worker's bindings, as declared in wrangler.jsonc; dev mode has the local cloud's vars instead. */
 export interface Env extends LocalCloudVars, ProviderVars {
@@ -35,13 +37,28 @@ export function retellApiKey(env: Env): string | null {
   return typeof key === "string" && key.trim() !== "" ? key.trim() : null;
 }
 
+/**
+ * The Worker secret `name` for a custom retriever's token (`wrangler secret put NAME`; in dev mode
+ * the env file `helppuff serve` writes), or null when it is not set, is not text (a binding), or is
+ * a name no retriever may use (settings.ts isRetrieverSecretName: the Worker's own secrets).
+ */
+export function retrieverSecret(env: Env, name: string): string | null {
+  if (!isRetrieverSecretName(name)) return null;
+  const value = (env as unknown as Record<string, unknown>)[name];
+  return typeof value === "string" && value.trim() !== "" ? value.trim() : null;
+}
+
+function retrieverPorts(env: Env): RetrieverPorts {
+  return { fetch: (url, init) => fetch(url, init), secret: (name) => retrieverSecret(env, name) };
+}
+
 /** Wrap the Worker's bindings as the ports retrieval uses. */
 export function backendsFromEnv(env: Env): Backends {
   const local = localCloudConfig(env);
   if (local !== null) {
-    return localCloudBackends(local);
+    return { ...localCloudBackends(local), retriever: retrieverPorts(env) };
   }
-  return { db: d1Database(env.DB), vectors: env.VECTORIZE, ai: env.AI };
+  return { db: d1Database(env.DB), vectors: env.VECTORIZE, ai: env.AI, retriever: retrieverPorts(env) };
 }
 
 /** The chat's rate limiters: per visitor and per site (null when not bound). */

@@ -3,7 +3,7 @@
  *
  *   POST /v1/sites/:site/search   {query, history?, limit?}
  *     200 {passages: [{n, chunkId, title, headingPath, url, category, text, score}],
- *          degraded: [reason...], query: <standalone query>, scores: "reranker" | "fused"},
+ *          degraded: [reason...], query: <standalone query>, scores: "reranker" | "fused" | "retriever"},
  *     behind the chat's guard rails (search.ts, guard.ts): 400 {error} for bad input, 403 for an
  *     origin not allowed, 413 for a body over 64 KB, 429 when rate limited, 503 when D1 cannot
  *     be read; past the daily budget, keywords only.

@@ -7,7 +7,8 @@
  *   AiRunner     a Workers AI `run(model, inputs)`
  *   RateLimiter  a rate-limiting binding's `limit({key})` (the chat's two limiters)
  *   CrawlQueue   the crawl queue's producer: `send(body, delaySeconds)` (jobs.ts)
- *   Backends     the three retrieval runs on: `db`, `vectors`, `ai`
+ *   Backends     the three retrieval runs on: `db`, `vectors`, `ai` (and `retriever`, for a site
+ *                that names its own search: rag.ts)
  *
  * Types only. bindings.ts builds them from the real bindings, dev.ts from the local cloud's REST
  * API (`helppuff serve`); tests hand in Miniflare's local D1 with FakeVectorize and FakeAi.
@@ -55,6 +56,12 @@ export interface CrawlQueue {
   send(body: string, delaySeconds: number): Promise<void>;
 }
 
+/** What a custom retriever over HTTP (rag.ts) needs: a fetch, and the Worker's secrets by name. */
+export interface RetrieverPorts {
+  fetch(url: string, init: RequestInit): Promise<Response>;
+  secret(name: string): string | null; // null: not set (or a name no retriever may use)
+}
+
 /** What retrieval runs on. */
 export interface Backends {
   db: SqlDatabase;
@@ -65,4 +72,6 @@ export interface Backends {
    * absent; the local cloud's relevance model when the ports are the local cloud's (dev.ts).
    */
   defaultReranker?: string;
+  /** For a site whose knowledge.retrieval is "http"; absent: such a site gets no passages. */
+  retriever?: RetrieverPorts;
 }

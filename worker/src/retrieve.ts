@@ -28,7 +28,12 @@
  *  - budget-reached     the site's daily neuron budget is used up (the route says so through
  *                       `options.budgetReached`): no Workers AI call at all, so the heuristic
  *                       query, keywords only and fused order.
- * `scores` says what passage scores are: "reranker" (0..1) or "fused" (RRF).
+ * `scores` says what passage scores are: "reranker" (0..1), "fused" (RRF), or "retriever" (the
+ * site's own search's, 0 where it gave none).
+ *
+ * A site whose knowledge.retrieval is "http" (seed 001) takes its passages from its own search
+ * instead (rag.ts): the standalone query (step 1) is sent there, and nothing else runs; a failure
+ * there is `retriever-failed` in `degraded`, with no passages.
  *
  * Every Workers AI call is added to `options.meter` (usage.ts), which the route records in
  * usage_daily: the query embedding (kind "query"), the reranker ("rerank") and the rewrite
@@ -44,10 +49,11 @@ import { queryEmbeddingInput, queryVector } from "./embedding";
 import { ftsMatchQuery } from "./fts";
 import { fuseRankings } from "./fusion";
 import { intentCategories } from "./intent";
+import { httpRetrieve } from "./rag";
 import type { Backends } from "./ports";
 import { RERANK_TOP, rerankInput, rerankScores } from "./rerank";
 import { type Candidate, fusedMinCosine, relevantWithoutReranker, selectCandidates, toPassages } from "./select";
-import { DEFAULT_SETTINGS, type RetrievalSettings, parseSettings } from "./settings";
+import { DEFAULT_SETTINGS, type HttpRetriever, type RetrievalSettings, parseRetriever, parseSettings } from "./settings";
 import {
   type HistoryTurn,
   generatedText,
@@ -78,7 +84,7 @@ export interface SearchResult {
   passages: Passage[];
   degraded: string[];
   query: string; // the standalone query searched
-  scores: "reranker" | "fused";
+  scores: "reranker" | "fused" | "retriever";
 }
 
 export interface RetrieveOptions {
@@ -146,6 +152,12 @@ export async function retrieve(
     ? await standalone(backends, settings, request, options, meter, degraded)
     : standaloneQuery(request.query, request.history);
 
+  const custom = parseRetriever(record.settings);
+  degraded.push(...custom.problems.map((problem) => `settings-invalid: ${problem}`));
+  if (custom.retriever !== null) {
+    return fromRetriever(backends, custom.retriever, request, query, request.limit ?? settings.finalK, degraded);
+  }
+
   // One retriever alone runs the rest of the pipeline (fusion, boost, rerank, selection) unchanged.
   const mode = request.mode ?? "hybrid";
   const [keywordChunks, vectorHits] = await Promise.all([
@@ -191,6 +203,23 @@ export async function retrieve(
 
   const items = await withContinuation(backends, request.site, selected, degraded);
   return { passages: toPassages(items), degraded, query, scores: reranked !== null ? "reranker" : "fused" };
+}
+
+/** The passages of the site's own search (rag.ts), which never throws. */
+async function fromRetriever(
+  backends: Backends,
+  retriever: HttpRetriever,
+  request: SearchRequest,
+  query: string,
+  limit: number,
+  degraded: string[],
+): Promise<SearchResult> {
+  if (backends.retriever === undefined) {
+    degraded.push("retriever-failed: this Worker has no fetch for a custom retriever; no passages");
+    return { passages: [], degraded, query, scores: "retriever" };
+  }
+  const found = await httpRetrieve(retriever, { query, question: request.query, siteId: request.site, limit }, backends.retriever);
+  return { passages: found.passages, degraded: [...degraded, ...found.degraded], query, scores: "retriever" };
 }
 
 async function standalone(

@@ -52,6 +52,16 @@
  *                                      characters (none)
  * `allowedOrigins` and `allowNoOrigin` may also sit at the top level, next to "backend".
  *
+ * Where passages come from (`parseRetriever`, rag.ts; seed 001):
+ *   knowledge.retrieval.type           "helppuff" (this knowledge base, the default) | "http"
+ *   knowledge.retrieval.url            http: the search endpoint, https:// (http:// only on
+ *                                      127.0.0.1, localhost or [::1])
+ *   knowledge.retrieval.tokenEnv       http: the Worker secret with the bearer token, capitals
+ *                                      (never HELPPUFF_*, CLOUDFLARE_*, TEST_* nor one of the
+ *                                      Worker's own secrets: RESERVED_SECRETS)
+ *   knowledge.retrieval.timeoutMs      http: integer 100..30000 (5000)
+ * A retriever that cannot be used (a bad field) is reported and this knowledge base answers.
+ *
  * Recrawl requests (`recrawlSecret`, recrawl.ts):
  *   knowledge.recrawlSecret            the bearer secret of POST /v1/sites/:site/recrawl, at least
  *                                      16 characters (none: recrawl requests are off)
@@ -432,4 +442,64 @@ export function recrawlSecret(settingsText: string | null): string | null {
   const knowledge = isObject(root) ? root["knowledge"] : undefined;
   const secret = isObject(knowledge) ? knowledge["recrawlSecret"] : undefined;
   return typeof secret === "string" && secret.length >= MIN_RECRAWL_SECRET_CHARS ? secret : null;
+}
+
+/** knowledge.retrieval "http": the owner's own search over HTTP (rag.ts). */
+export interface HttpRetriever {
+  type: "http";
+  url: string;
+  tokenEnv: string; // the Worker secret holding the bearer token
+  timeoutMs: number;
+}
+
+export interface ParsedRetriever {
+  retriever: HttpRetriever | null; // null: this knowledge base
+  problems: string[]; // one line per field at fault, naming it
+}
+
+export const DEFAULT_RETRIEVER_TIMEOUT_MS = 5000;
+/**
+ * Names a retriever's token may not take: the Worker's own secrets and vars, so that a site's
+ * settings cannot have another secret sent to their URL (helppuff.schema.json says the same).
+ */
+export const RESERVED_SECRETS: readonly string[] = Object.freeze([
+  "RETELL_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY",
+  "OPENAI_BASE_URL", "GEMINI_BASE_URL", "ANTHROPIC_BASE_URL",
+]);
+const SECRET_NAME = /^(?!HELPPUFF_|CLOUDFLARE_|TEST_)[A-Z][A-Z0-9_]{0,63}$/u;
+
+/** Whether `name` may name a retriever's token secret. */
+export function isRetrieverSecretName(name: string): boolean {
+  return SECRET_NAME.test(name) && !RESERVED_SECRETS.includes(name);
+}
+
+/** knowledge.retrieval from the settings JSON text: the HTTP retriever it names, or null. */
+export function parseRetriever(text: string | null): ParsedRetriever {
+  const { root, problem } = readBackend(text);
+  const knowledge = root["knowledge"];
+  const retrieval = isObject(knowledge) ? knowledge["retrieval"] : undefined;
+  if (problem !== null || retrieval === undefined) return { retriever: null, problems: [] };
+  const fail = (field: string, rule: string): ParsedRetriever => ({
+    retriever: null,
+    problems: [`knowledge.retrieval${field} ${rule}; this knowledge base used`],
+  });
+  if (!isObject(retrieval)) return fail("", "must be an object");
+  const type = retrieval["type"];
+  if (type === "helppuff") return { retriever: null, problems: [] };
+  if (type !== "http") return fail(".type", 'must be "helppuff" or "http"');
+  const url = typeof retrieval["url"] === "string" ? webhookUrlOf(retrieval["url"]) : null;
+  if (url === null) return fail(".url", "must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1])");
+  const tokenEnv = retrieval["tokenEnv"];
+  if (typeof tokenEnv !== "string" || !isRetrieverSecretName(tokenEnv)) {
+    return fail(".tokenEnv", "must be a secret's name in capitals, not HELPPUFF_*, CLOUDFLARE_*, TEST_* nor one of the Worker's own secrets");
+  }
+  let timeoutMs = DEFAULT_RETRIEVER_TIMEOUT_MS;
+  if ("timeoutMs" in retrieval) {
+    const value = retrieval["timeoutMs"];
+    if (!Number.isInteger(value) || (value as number) < 100 || (value as number) > 30000) {
+      return fail(".timeoutMs", "must be an integer from 100 to 30000");
+    }
+    timeoutMs = value as number;
+  }
+  return { retriever: { type: "http", url, tokenEnv, timeoutMs }, problems: [] };
 }

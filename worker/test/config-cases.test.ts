@@ -14,6 +14,7 @@ import {
   DEFAULT_SETTINGS,
   parseBackendType,
   parseChatSettings,
+  parseRetriever,
   parseSettings,
 } from "../src/settings";
 
@@ -22,7 +23,12 @@ const { cases } = env.TEST_CONFIG_CASES;
 describe("the shared helppuff.json cases", () => {
   it.each(cases.map((c) => [c.about, c] as const))("%s", (_about, c) => {
     const text = JSON.stringify(c.config);
-    const problems = [...parseBackendType(text).problems, ...parseSettings(text).problems, ...parseChatSettings(text).problems];
+    const problems = [
+      ...parseBackendType(text).problems,
+      ...parseSettings(text).problems,
+      ...parseChatSettings(text).problems,
+      ...parseRetriever(text).problems,
+    ];
     const accepts = (c.worker ?? (c.valid ? "accepts" : "refuses")) === "accepts";
     if (accepts) expect(problems).toEqual([]);
     else expect(problems.length).toBeGreaterThan(0);

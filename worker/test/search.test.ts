@@ -19,7 +19,7 @@ interface SearchBody {
   passages: Passage[];
   degraded: string[];
   query: string;
-  scores: "reranker" | "fused";
+  scores: "reranker" | "fused" | "retriever";
   error?: string;
 }
 

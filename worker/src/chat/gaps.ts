@@ -13,7 +13,7 @@ import type { SqlDatabase } from "../ports";
 
 const MAX_QUESTION_CHARS = 500;
 // A failed retriever means "no passage" says nothing about the knowledge base.
-const FAILED_RETRIEVAL = /^(?:keywords-failed|embedding-failed|embedding-dimensions|vectors-failed|vectors-timeout)\b/u;
+const FAILED_RETRIEVAL = /^(?:retriever-failed|keywords-failed|embedding-failed|embedding-dimensions|vectors-failed|vectors-timeout)\b/u;
 const SMALL_TALK = new Set([
   "hi", "hello", "hey", "hiya", "g day", "gday", "good morning", "good afternoon", "good evening", "thanks",
   "thank you", "thanks a lot", "thank you so much", "cheers", "ok", "okay", "ok thanks", "great", "cool", "bye",
