@@ -7,8 +7,9 @@ database's UUID and name, the Vectorize index, absolute paths (wrangler resolves
 `helppuff serve`). Then `wrangler deploy --config` that file. A dry run builds the bundle with
 `wrangler deploy --dry-run --outdir`, which needs no account and touches nothing.
 
-The Worker holds no secret of its own today (a site's webhook and recrawl secrets live in its
-settings in D1), so nothing goes through `wrangler secret put` yet; `secrets` is where one would.
+A site's webhook and recrawl secrets live in its settings in D1; the Worker's own secrets (a custom
+retriever's token, the providers' keys) are put with `wrangler secret put` (`put_secret`, which
+`helppuff secret set` runs against the deployed Worker's config).
 """
 
 from __future__ import annotations
@@ -109,8 +110,19 @@ def deploy_worker(config: Path, api_token: str, account_id: str, secrets: dict[s
     env = _environment({"CLOUDFLARE_API_TOKEN": api_token, "CLOUDFLARE_ACCOUNT_ID": account_id})
     output = _wrangler(["deploy", "--config", str(config)], env, worker_dir)
     for name, value in (secrets or {}).items():
-        _wrangler(["secret", "put", name, "--config", str(config)], env, worker_dir, stdin=value)
+        _put_secret(config, env, name, value, worker_dir)
     return worker_url(output)
+
+
+def put_secret(config: Path, api_token: str, account_id: str, name: str, value: str,
+               worker_dir: Path = WORKER_DIR) -> None:
+    """`wrangler secret put NAME` on the deployed Worker, the value on stdin (never on a command line)."""
+    env = _environment({"CLOUDFLARE_API_TOKEN": api_token, "CLOUDFLARE_ACCOUNT_ID": account_id})
+    _put_secret(config, env, name, value, worker_dir)
+
+
+def _put_secret(config: Path, env: dict[str, str], name: str, value: str, worker_dir: Path) -> None:
+    _wrangler(["secret", "put", name, "--config", str(config)], env, worker_dir, stdin=value)
 
 
 def worker_url(output: str) -> str:

@@ -20,7 +20,9 @@ only this user can read (not on a command line), and so read the very SQLite fil
 wrote. The same file carries the Worker's secret RETELL_API_KEY when it is set in serve's environment
 (it verifies the Retell custom function's calls), and the chat providers' keys and base URLs
 (OPENAI_API_KEY, OPENAI_BASE_URL, GEMINI_..., ANTHROPIC_..., each only when set; backend.type openai,
-gemini and anthropic generate with them), and the Worker's URL is recorded in the state file
+gemini and anthropic generate with them), and the secrets `helppuff secret set` stored for this data
+folder (`<data dir>/worker-secrets.env`, e.g. a custom retriever's token; a variable of the same name
+in serve's environment wins), and the Worker's URL is recorded in the state file
 (the local account's "worker" entry), where `helppuff status` finds it. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
 that OpenAI-compatible server (helppuff_crawl.local.chat); without it the Worker's answers are
 extractive. Nothing else leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
@@ -139,13 +141,61 @@ class DevOptions:
                 raise ValueError(f"{name} must be one line")
 
 
-def secret_lines(retell_api_key: str, provider_vars: dict[str, str] | None = None) -> str:
+def secret_lines(retell_api_key: str, provider_vars: dict[str, str] | None = None,
+                 worker_secrets: dict[str, str] | None = None) -> str:
     """The env file's lines for the Worker's secrets and the providers' vars: RETELL_API_KEY and each of
-    PROVIDER_VARIABLES, only when it is set."""
+    PROVIDER_VARIABLES, only when it is set, then each of `worker_secrets` (those `helppuff secret set`
+    stored: local_secrets) that is not one of those."""
     lines = [f"RETELL_API_KEY={retell_api_key}\n"] if retell_api_key else []
     given = provider_vars or {}
     lines += [f"{name}={given[name]}\n" for name in PROVIDER_VARIABLES if given.get(name)]
+    written = {"RETELL_API_KEY"} if retell_api_key else set()
+    written |= {name for name in PROVIDER_VARIABLES if given.get(name)}
+    lines += [f"{name}={value}\n" for name, value in sorted((worker_secrets or {}).items())
+              if value and name not in written]
     return "".join(lines)
+
+
+#: The Worker secrets `helppuff secret set` keeps for `helppuff serve`, in the data folder (mode 0600).
+LOCAL_SECRETS_FILE = "worker-secrets.env"
+_SECRET_NAME = re.compile(r"(?!HELPPUFF_|CLOUDFLARE_)[A-Z][A-Z0-9_]{0,63}")
+
+
+def check_secret(name: str, value: str) -> None:
+    """ValueError unless `name` can name a Worker secret and `value` is one non-empty line."""
+    if not _SECRET_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not a secret's name: capitals, digits and _, e.g. SEARCH_TOKEN "
+                         "(not HELPPUFF_* or CLOUDFLARE_*, which are the project's own)")
+    if not value or any(c in value for c in "\r\n\0"):
+        raise ValueError(f"{name} must be one non-empty line")
+
+
+def local_secrets(data_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The secrets stored in `<data_dir>/worker-secrets.env`, each replaced by `environ`'s value of the
+    same name when that is set (os.environ: serve's environment)."""
+    path = Path(data_dir) / LOCAL_SECRETS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    env = os.environ if environ is None else environ
+    stored = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {name: env.get(name) or value for name, value in stored.items()}
+
+
+def store_local_secret(data_dir: Path, name: str, value: str) -> Path:
+    """Keep the secret `name` for `helppuff serve`, replacing an earlier value; the file is this user's only."""
+    check_secret(name, value)
+    path = Path(data_dir) / LOCAL_SECRETS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stored = local_secrets(data_dir, environ={})
+    stored[name] = value
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("".join(f"{key}={stored[key]}\n" for key in sorted(stored)))
+    os.replace(scratch, path)
+    return path
 
 
 #: The line `output` gets once the local relevance model has read every served chunk.
@@ -307,7 +357,8 @@ class DevServer:
             f"HELPPUFF_D1_DATABASE_ID={self.database_id}\n"
             f"HELPPUFF_QUEUE_ID={self.queue_id}\n"
             f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n"
-            + secret_lines(self.options.retell_api_key, self.options.provider_vars),
+            + secret_lines(self.options.retell_api_key, self.options.provider_vars,
+                           local_secrets(self.options.data_dir)),
             encoding="utf-8",
         )
         # Where the Worker answers, for `helppuff status` (the Retell function's URL) while none is deployed.
