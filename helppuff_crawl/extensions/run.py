@@ -43,9 +43,9 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 
 from helppuff_crawl.cloudflare.client import CloudflareError
 from helppuff_crawl.cloudflare.pricing import neurons
-from helppuff_crawl.extensions.retry_jobs import queue_retries
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb import runs, usage
+from helppuff_crawl.kb.crawl_queue import queue_retries
 from helppuff_crawl.kb.database import KnowledgeBase, NotDeployed
 from helppuff_crawl.kb.pages import LEARNED
 
@@ -212,7 +212,7 @@ class CrawlRun:
             stats = {k: v for k, v in self.stats.get_stats().items()
                      if k.startswith(("helppuff/", "downloader/response_status"))}
             await runs.finish_run(self.kb, self.run_id, status, why, self.counts, stats)
-            # The pages that failed for a passing reason: one delayed retry job (extensions/retry_jobs.py).
+            # The pages that failed for a passing reason: one delayed retry job (kb/crawl_queue.py).
             for key, value in (await queue_retries(self.kb, self.crawler.settings, self.config.site,
                                                    self.run_id)).items():
                 self.stats.set_value(key, value)

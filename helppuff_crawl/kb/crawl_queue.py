@@ -20,7 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from helppuff_crawl.clock import parse_iso, utc_now
 from helppuff_crawl.cloudflare.client import CloudflareClient, CloudflareError
+from helppuff_crawl.kb import jobs
 from helppuff_crawl.kb.database import (
     DEPLOY_HINT,
     BackendConfig,
@@ -138,3 +140,37 @@ async def open_queue(kb: KnowledgeBase, settings: Any) -> CrawlQueue:
     queue_id, _ = await ensure_queue(kb.client, config)
     backend.state.record_queue(backend.account, config.name, queue_id)
     return CrawlQueue(kb.client, queue_id, config)
+
+
+async def queue_retries(kb: KnowledgeBase, settings: Any, site: str, run_id: str) -> dict[str, Any]:
+    """After run `run_id`: its pages that failed for a passing reason become one delayed `retry` job;
+    the job's stats ({} when there is none).
+
+    Such a page (unreachable, timed out, 5xx, or blocked by HTTP 429) has its next retry time in its row
+    (kb/pages.py: +15 min, then +2 h, HELPPUFF_RETRY_DELAYS); the run's pages that have one are asked for
+    as one job (kb/jobs.py), due at the earliest of those times, merged with a job already waiting (a
+    full crawl replaces it). A page out of tries has none, so a page that keeps failing is tried three
+    times in all. The queue being unreachable never fails the crawl: the job waits unsent, and `helppuff
+    worker` or `helppuff schedule` sends it. The CrawlRun extension calls this once the run is recorded,
+    on the run's own client. Setting: HELPPUFF_QUEUE_RETRIES. Stats: helppuff/retry/{pages,request}."""
+    if not settings.getbool("HELPPUFF_QUEUE_RETRIES"):
+        return {}
+    try:
+        urls, due = await jobs.retry_pages(kb, site, run_id)
+        if not urls or due is None:
+            return {}
+        now = utc_now()
+        sender = None
+        try:
+            sender = await open_queue(kb, settings)
+        except (ValueError, OSError) as exc:  # no queue deployed: the job waits unsent
+            logger.warning("The crawl queue cannot be opened (%s): the retry job of %s waits unsent", exc, site)
+        asked = await jobs.ask(kb, sender, site, "retry", urls,
+                               f"retry: {len(urls)} page{'s' if len(urls) != 1 else ''} failed in run {run_id}",
+                               (parse_iso(due) - now).total_seconds(), now=now)
+    except Exception as exc:  # the crawl is done either way; its failed pages keep their retry times
+        logger.error("The retry job of %s could not be asked for: %s", site, exc)
+        return {}
+    logger.info("%d failed pages of %s: retry job %s, due %s%s", len(urls), site, asked.job.request,
+                asked.job.not_before, "" if asked.sent else f" (not sent: {asked.send_error or 'queued already'})")
+    return {"helppuff/retry/pages": len(urls), "helppuff/retry/request": asked.job.request}

@@ -18,6 +18,8 @@ the next delivery) or `give_up` (dead: it kept failing; `helppuff status` shows 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import secrets
@@ -89,9 +91,6 @@ def parse_message(message: dict[str, Any]) -> CrawlJob:
     if not isinstance(body, str):
         raise JobError("the message has no body")
     if kind == "json":
-        import base64
-        import binascii
-
         try:
             body = base64.b64decode(body, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError) as exc:
