@@ -26,6 +26,7 @@ export interface Env extends LocalCloudVars, ProviderVars {
   CRAWL_QUEUE?: Queue<string>; // the crawl queue's producer (absent in env "local": dev.ts sends instead)
   // Secrets (`wrangler secret put NAME`; `helppuff serve` passes them from its environment in the env file).
   RETELL_API_KEY?: string; // the Retell account's API key: verifies X-Retell-Signature (retell.ts)
+  OWNER_TOKEN?: string; // the owner's token for the knowledge-gap routes (owner.ts)
   // ProviderVars (chat/providers/index.ts): the secrets OPENAI_API_KEY, GEMINI_API_KEY and
   // ANTHROPIC_API_KEY, the key of backend.type openai, gemini or anthropic, and the vars
   // OPENAI_BASE_URL, GEMINI_BASE_URL and ANTHROPIC_BASE_URL (tests and dev; the real APIs otherwise).

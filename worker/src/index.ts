@@ -10,7 +10,8 @@
  *
  *   POST /v1/sites/:site/chat     {messages, visitor?, visitorId?}: a cited answer as server-sent
  *     events, behind the guard rails (chat/route.ts; the protocol is in chat/events.ts). A lead
- *     saved on the way is sent to the site's lead webhook in ctx.waitUntil (chat/webhook.ts).
+ *     saved on the way is sent to the site's lead webhook in ctx.waitUntil (chat/webhook.ts), and so
+ *     are the turn's knowledge gaps and their knowledge.gap event (chat/gaps.ts).
  *
  *   POST /v1/sites/:site/recrawl  {urls?}, Authorization: Bearer <knowledge.recrawlSecret>: ask for
  *     a crawl job of those pages (on the site; none: the whole site), merged with the one waiting and
@@ -24,6 +25,11 @@
  *     "retell": `{name, call, args: {query}}` signed with X-Retell-Signature (RETELL_API_KEY),
  *     answered with the matching passages as text/plain (retell.ts); 400/401/404/405/413/429/503.
  *
+ *   GET  /v1/sites/:site/knowledge/gaps[?state=all]  the questions the assistant could not answer, and
+ *   POST /v1/sites/:site/knowledge/gaps/:id/answer {text}  answering one with an own answer, for the
+ *     owner: Authorization: Bearer <OWNER_TOKEN secret>, never the chat's origin guard (owner.ts);
+ *     401/403/404/400/405/409/503.
+ *
  *   GET /widget.js                the chat widget's script (widget/widget.ts), cacheable.
  *   GET /demo?site=<site>         a page with the widget's script tag for that site (widget/demo.ts).
  *
@@ -35,6 +41,7 @@
 import { type Env, backendsFromEnv, crawlQueueFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
 import { json } from "./http";
+import { GAPS_PATH, GAP_ANSWER_PATH, ownerRoute } from "./owner";
 import type { CrawlQueue, SqlDatabase } from "./ports";
 import { SITE_NAME } from "./request";
 import { recrawlRoute, retryRoute } from "./recrawl";
@@ -110,6 +117,14 @@ export default {
     const retell = RETELL_PATH.exec(url.pathname);
     if (retell !== null) {
       return retellRoute(request, env, retell[1] ?? "", ctx); // ctx: usage is recorded after the answer
+    }
+    const gaps = GAPS_PATH.exec(url.pathname);
+    if (gaps !== null) {
+      return ownerRoute(request, env, gaps[1] ?? "", null);
+    }
+    const answer = GAP_ANSWER_PATH.exec(url.pathname);
+    if (answer !== null) {
+      return ownerRoute(request, env, answer[1] ?? "", answer[2] ?? "");
     }
     const search = SEARCH_PATH.exec(url.pathname);
     if (search !== null) {

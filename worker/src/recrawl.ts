@@ -28,7 +28,7 @@ export { MAX_URLS };
 const MAX_URL_CHARS = 2048;
 
 /** Constant-time comparison of two strings' UTF-8 bytes. */
-async function sameSecret(given: string, expected: string): Promise<boolean> {
+export async function sameSecret(given: string, expected: string): Promise<boolean> {
   const encoder = new TextEncoder();
   const [a, b] = await Promise.all([
     crypto.subtle.digest("SHA-256", encoder.encode(given)),

@@ -463,7 +463,7 @@ export const DEFAULT_RETRIEVER_TIMEOUT_MS = 5000;
  * settings cannot have another secret sent to their URL (helppuff.schema.json says the same).
  */
 export const RESERVED_SECRETS: readonly string[] = Object.freeze([
-  "RETELL_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY",
+  "RETELL_API_KEY", "OWNER_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY",
   "OPENAI_BASE_URL", "GEMINI_BASE_URL", "ANTHROPIC_BASE_URL",
 ]);
 const SECRET_NAME = /^(?!HELPPUFF_|CLOUDFLARE_|TEST_)[A-Z][A-Z0-9_]{0,63}$/u;

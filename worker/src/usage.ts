@@ -12,6 +12,7 @@
  *   rewrite  the chat model's standalone query, with queryRewrite "llm" (retrieve.ts)
  *   answer   the chat model's answer, every round of it (chat/answer.ts), or the extractive
  *            answer's sentences, embedded (chat/extractive.ts)
+ *   gaps     the knowledge-gap check's summary and check calls (chat/gaps.ts)
  *
  * The tokens are the ones the model reports (`usage.prompt_tokens`, `usage.completion_tokens`:
  * `reportedTokens`) when it reports them, else an estimate of what it read and wrote,
@@ -51,7 +52,7 @@ export function utcMonth(now: Date): string {
   return now.toISOString().slice(0, 7);
 }
 
-export type UsageKind = "query" | "rerank" | "rewrite" | "answer";
+export type UsageKind = "query" | "rerank" | "rewrite" | "answer" | "gaps";
 
 export interface Tokens {
   inputTokens: number;

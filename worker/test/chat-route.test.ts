@@ -216,7 +216,7 @@ describe("the fallback model", () => {
   it("is tried once when the model fails before anything was streamed", async () => {
     model.reply({ fail: "GLM is overloaded" }, { steps: [{ text: "From $180 [1]." }, { usage: { prompt_tokens: 1000, completion_tokens: 20 } }] });
     const { text, events } = await ask(DRAIN_QUESTION);
-    expect(model.calls.map((c) => c.model)).toEqual([GLM, GPT_OSS]);
+    expect(model.answerCalls.map((c) => c.model)).toEqual([GLM, GPT_OSS]);
     expect(text).toBe("From $180.");
     expect(events.at(-1)?.data["model"]).toBe(GPT_OSS);
     expect(await rows("SELECT model, calls FROM usage_daily WHERE kind = 'answer'")).toEqual([{ model: GPT_OSS, calls: 1 }]);
@@ -226,13 +226,13 @@ describe("the fallback model", () => {
     model.reply({ steps: [{ breakOff: "reset" }] }, { steps: [{ text: "From $180." }] });
     const { text } = await ask(DRAIN_QUESTION);
     expect(text).toBe("From $180.");
-    expect(model.calls.map((c) => c.model)).toEqual([GLM, GPT_OSS]);
+    expect(model.answerCalls.map((c) => c.model)).toEqual([GLM, GPT_OSS]);
   });
 
   it("is tried only once: a second failure ends the answer with an error", async () => {
     model.reply({ fail: "down" }, { fail: "down too" }, { steps: [{ text: "never used" }] });
     const { events, names } = await ask(DRAIN_QUESTION);
-    expect(model.calls.map((c) => c.model)).toEqual([GLM, GPT_OSS]);
+    expect(model.answerCalls.map((c) => c.model)).toEqual([GLM, GPT_OSS]);
     expect(names).toEqual(["error", "done"]);
     expect(events[0]?.data).toEqual({ message: "Sorry, the assistant cannot answer right now. Please try again in a moment." });
     expect(model.pending).toBe(1);
@@ -373,10 +373,12 @@ describe("tool rounds", () => {
     model.reply(hours, hours, hours, { steps: [{ tool: { name: "get_business_hours", arguments: {} } }, { text: "We're open until 6pm." }] }, { steps: [{ text: "unused" }] });
     const { text } = await ask("Are you open?");
     expect(text).toBe("We're open until 6pm.");
-    expect(model.calls).toHaveLength(4);
-    expect(model.calls.map((c) => "tools" in c.inputs)).toEqual([true, true, true, false]);
+    expect(model.answerCalls).toHaveLength(4);
+    expect(model.answerCalls.map((c) => "tools" in c.inputs)).toEqual([true, true, true, false]);
     expect(messagesOf(3).filter((m) => m["role"] === "tool")).toHaveLength(3);
-    expect(model.pending).toBe(1);
+    // No fifth answer call: the spare reply went to the knowledge-gap check's summary (the answer cited nothing).
+    expect(model.calls.length - model.answerCalls.length).toBe(1);
+    expect(model.pending).toBe(0);
   });
 });
 
@@ -615,7 +617,7 @@ describe("rate limits", () => {
     expect(refused.headers.get("retry-after")).toBe("60");
     expect(refused.headers.get("access-control-allow-origin")).toBe(ORIGIN);
     expect(await refused.json()).toEqual({ error: "too many questions: at most 20 a minute; try again in a minute" });
-    expect(model.calls).toHaveLength(20);
+    expect(model.answerCalls).toHaveLength(20);
 
     const other = await call({ headers: { "cf-connecting-ip": "198.51.100.1" }, limiters, body: { messages: [{ role: "user", content: "hi" }] } });
     expect(other.status).toBe(200);

@@ -2,7 +2,7 @@
  * The lead webhook (src/chat/webhook.ts): its settings, the request it sends (body, headers, the
  * signature recomputed here over the exact bytes received), the retry rules, the outcome on the
  * lead's row in Miniflare's real local D1, and the chat route sending each saved lead once, in the
- * background, without changing the answer. The receiver is FakeWebhookReceiver, handed in as the
+ * background, without changing the answer. The receiver is FakeWebhookReceiver (fake-webhook.ts), handed in as the
  * delivery's fetch; the entry-point test uses the platform's own fetch.
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
@@ -18,6 +18,7 @@ import type { SqlDatabase } from "../src/ports";
 import { seedAcme } from "./acme";
 import { FakeAi, FakeVectorize } from "./fakes";
 import { FakeChatModel } from "./fake-model";
+import { FakeWebhookReceiver, type ReceiverAnswer, expectedSignature, texts } from "./fake-webhook";
 
 const SITE = "acme-hook";
 const ORIGIN = "https://acme.com.au";
@@ -26,79 +27,6 @@ const SECRET = "s3cret-s3cret-s3cret";
 const NOW = new Date("2026-11-24T23:30:00Z");
 const NOW_SECONDS = "1795563000";
 const SEEDED = "2026-11-20T03:00:00Z";
-
-/** What the receiver answers to one request. */
-type ReceiverAnswer =
-  | { status: number; headers?: Record<string, string>; after?: Promise<void> } // `after`: answer once it settles
-  | { hang: true } // never answers; gives up (AbortError) when the request's signal aborts
-  | { networkError: string }; // the connection fails
-
-interface Received {
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-  body: Uint8Array; // the exact bytes sent
-  redirect: string;
-  aborted: boolean; // the sender aborted the request (its timeout)
-}
-
-/**
- * A webhook receiver behind `fetch(url, init)`: each request is built as the platform builds it
- * (`new Request(url, init)`: headers lower-cased, the body as bytes) and recorded, then answered
- * from the script, in order (200 once the script is used up). Like fetch, it follows a 3xx with a
- * Location itself unless the request says `redirect: "manual"`.
- */
-class FakeWebhookReceiver {
-  readonly received: Received[] = [];
-  private readonly script: ReceiverAnswer[] = [];
-
-  answer(...answers: ReceiverAnswer[]): this {
-    this.script.push(...answers);
-    return this;
-  }
-
-  readonly fetch: FetchLike = async (url, init) => {
-    const request = new Request(url, init);
-    const received: Received = {
-      url: request.url,
-      method: request.method,
-      headers: Object.fromEntries(request.headers),
-      body: new Uint8Array(await request.arrayBuffer()),
-      redirect: request.redirect,
-      aborted: false,
-    };
-    this.received.push(received);
-    const answer = this.script.shift() ?? { status: 200 };
-    if ("networkError" in answer) throw new TypeError(answer.networkError);
-    if ("hang" in answer) {
-      return new Promise<Response>((_, reject) => {
-        init.signal?.addEventListener("abort", () => {
-          received.aborted = true;
-          reject(new DOMException("The operation was aborted.", "AbortError"));
-        });
-      });
-    }
-    if (answer.after) await answer.after;
-    const location = answer.headers?.["location"];
-    if (answer.status >= 300 && answer.status < 400 && location && request.redirect === "follow") {
-      return this.fetch(new URL(location, request.url).href, { method: "GET", headers: init.headers });
-    }
-    return new Response(answer.status === 204 ? null : "ok", { status: answer.status, headers: answer.headers });
-  };
-}
-
-function texts(bytes: Uint8Array): string {
-  return new TextDecoder().decode(bytes);
-}
-
-/** The signature a receiver computes: HMAC-SHA256(secret, "<timestamp>.<body bytes>"), hex. */
-async function expectedSignature(secret: string, timestamp: string, body: Uint8Array): Promise<string> {
-  const encoder = new TextEncoder();
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const signed = new Uint8Array([...encoder.encode(`${timestamp}.`), ...body]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, signed));
-  return `sha256=${[...mac].map((byte) => byte.toString(16).padStart(2, "0")).join("")}`;
-}
 
 let db: SqlDatabase;
 let receiver: FakeWebhookReceiver;
@@ -498,7 +426,7 @@ describe("leads saved by the chat", () => {
     const scheduled: Array<Promise<void>> = [];
     const events = await ask("Can someone call me about a new hot water system?", SAM, (p) => void scheduled.push(p));
     expect(events.at(-1)?.startsWith("event: done")).toBe(true);
-    expect(scheduled).toHaveLength(1);
+    expect(scheduled).toHaveLength(2); // the lead's delivery, and the knowledge-gap check (the answer offered the callback)
     expect(await onlyLead()).toMatchObject({ notified_at: null, notify_error: null });
     release();
     await Promise.all(scheduled);

@@ -14,11 +14,13 @@
  *   (`generationBound`: `max_completion_tokens` for glm-4.7-flash, `max_tokens`, default 256, for
  *   gpt-oss-120b), past which the reply stops with `finish_reason: "length"`; and an OpenAI-style
  *   stream carries the scripted `usage` only when asked with `stream_options.include_usage`.
- *   Every call is recorded (a copy of its inputs). Other models (embeddings, the reranker) go to
+ *   Every call is recorded (a copy of its inputs); `answerCalls` leaves out the knowledge-gap
+ *   check's, which runs after an answer that cited nothing or offered the callback. Other models (embeddings, the reranker) go to
  *   FakeAi.
  * - FakeRateLimiter: a rate-limiting binding's `limit({key})`, a fixed window per key on an
  *   injected clock.
  */
+import { isGapCheck } from "../src/chat/gaps";
 import type { AiRunner, RateLimiter } from "../src/ports";
 import { FakeAi, GLM, GPT_OSS, cutToTokens, fakeTokens, generationBound, reasons } from "./fakes";
 
@@ -69,6 +71,11 @@ export class FakeChatModel implements AiRunner {
   /** Queue a plain streamed answer, cut into the given pieces. */
   say(...pieces: string[]): this {
     return this.reply({ steps: pieces.map((text) => ({ text })) });
+  }
+
+  /** The calls that answered the visitor: every call but the knowledge-gap check's (chat/gaps.ts). */
+  get answerCalls(): ChatCall[] {
+    return this.calls.filter((call) => !isGapCheck(call.inputs["messages"]));
   }
 
   get pending(): number {

@@ -20,6 +20,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
 import { MAX_COMPLETION_TOKENS, MODEL_FAILED_MESSAGE } from "../src/chat/answer";
 import { NOT_SURE } from "../src/chat/extractive";
+import { SUMMARY_INSTRUCTIONS, SUMMARY_MAX_TOKENS, isGapCheck } from "../src/chat/gaps";
 import { DEFAULT_MODELS, type Provider } from "../src/chat/providers";
 import { type ChatDeps, handleChat } from "../src/chat/route";
 import { seedAcme } from "./acme";
@@ -89,8 +90,15 @@ abstract class FakeProvider {
   /** Whether the request carries a tool's result (the answer comes then). */
   protected abstract hasToolResult(body: Record<string, unknown>): boolean;
 
-  /** The answer to a request: passage 1's first sentence, cited; or "not sure" with no passage. */
+  /** What the knowledge-gap check's summary is answered (chat/gaps.ts, its system message). */
+  gapSummary = '{"questions": []}';
+
+  /**
+   * The answer to a request: passage 1's first sentence, cited; or "not sure" with no passage; the
+   * knowledge-gap check's summary call gets `gapSummary`.
+   */
   answer(body: Record<string, unknown>): string {
+    if (this.system(body) === SUMMARY_INSTRUCTIONS) return this.gapSummary;
     const passage = /<passage n="1"[^>]*>\n([\s\S]*?)<\/passage>/u.exec(this.system(body));
     if (passage === null) return "I'm not sure about that; would you like a callback?";
     const sentence = (passage[1] ?? "").replace(/\*\*/gu, "").split(/(?<=[.!?])\s/u)[0]?.trim() ?? "";
@@ -333,6 +341,23 @@ describe.each(["openai", "gemini", "anthropic"] as const)("backend.type %s", (pr
     expect(done.usage["outputTokens"]).toBe(FakeProvider.tokens(expected));
   });
 
+  it("runs the knowledge-gap check's summary on the provider, and keeps what it finds missing", async () => {
+    await env.DB.prepare("DELETE FROM knowledge_gaps").run();
+    fake.gapSummary = '{"questions": ["Do you sell bicycles to astronauts?"]}';
+    const answered = await ask("Do you sell bicycles to astronauts?", fake, varsFor(provider));
+    expect(answered.events.find((e) => e.event === "sources")?.data).toEqual({ sources: [] });
+    expect(fake.requests).toHaveLength(2);
+    const summary = fake.requests[1]!;
+    expect(fake.system(summary.body)).toBe(SUMMARY_INSTRUCTIONS);
+    const bound = { openai: ["max_completion_tokens"], gemini: ["generationConfig", "maxOutputTokens"], anthropic: ["max_tokens"] }[provider];
+    expect(bound.reduce<unknown>((value, key) => (value as Record<string, unknown>)[key], summary.body)).toBe(SUMMARY_MAX_TOKENS);
+    expect(summary.body).not.toHaveProperty("tools");
+    expect(workersAi.calls).toEqual([]); // no Workers AI chat model
+    const gaps = await env.DB.prepare("SELECT question, asked FROM knowledge_gaps WHERE site = 'acme'").all();
+    expect(gaps.results).toEqual([{ question: "Do you sell bicycles to astronauts?", asked: 1 }]);
+    expect((await answerRows()).some((row) => (row as { kind: string }).kind === "gaps")).toBe(false); // the provider's tokens
+  });
+
   it("counts retrieval's Workers AI calls against the budget, and not the provider's", async () => {
     await ask(QUESTION, fake, varsFor(provider));
     const rows = await answerRows();
@@ -355,7 +380,8 @@ describe.each(["openai", "gemini", "anthropic"] as const)("backend.type %s", (pr
   it("runs request_callback called in the provider's own tool format, and sends its result back", async () => {
     fake.script({ tool: { name: "request_callback", arguments: { need: "a quote for a blocked drain", phone: "0412 345 678" } } });
     const { events, names } = await ask("Can someone call me about a blocked drain? 0412 345 678", fake, varsFor(provider));
-    expect(fake.requests).toHaveLength(2);
+    // The answer's two calls; a third, the knowledge-gap check (the answer offered the callback), may follow.
+    expect(fake.requests.filter((r) => !isGapCheck([{ role: "system", content: fake.system(r.body) }]))).toHaveLength(2);
     expect(names).toEqual(["callback", "delta", "sources", "done"]);
     expect(events[0]!.data).toEqual({ form: false, saved: { phone: "0412 345 678", need: "a quote for a blocked drain" }, need: "a quote for a blocked drain" });
     const leads = (await env.DB.prepare("SELECT phone, need, source FROM leads").all()).results;

@@ -11,8 +11,6 @@
  *   4. rate limits: 20 questions a minute per visitor, 300 per site (429, Retry-After: 60);
  *   5. the daily neuron budget: past it, a polite answer and a callback, without the model;
  *   6. retrieval (retrieve.ts) with the question and the conversation before it (503 on failure);
- *      a question that found no passage is recorded as a knowledge gap (gaps.ts), in the
- *      background;
  *   7. the prompt (prompt.ts) and the streamed answer (answer.ts), which adds the Workers AI
  *      calls of the whole request (retrieval's and its own) to usage_daily; retrieval's query
  *      vector goes with it, for the extractive answer (extractive.ts) to compare sentences with.
@@ -20,6 +18,9 @@
  *      (providers/index.ts `generatorFor`, from the Worker's secrets and vars); without its key,
  *      one line is logged and the answer is "not sure" with the callback (answer.ts
  *      `answerNotSure`), before retrieval.
+ *   8. after the answer, in the background (`waitUntil`), the knowledge gaps (gaps.ts): with a chat
+ *      model, seed 000's three steps when the answer cited no passage or offered the callback;
+ *      with none (the extractive answer), a question that found no passage.
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
@@ -34,7 +35,7 @@ import { answerNotSure, refuseOverBudget, streamAnswer } from "./answer";
 import { contactFromConversation, mergeContact } from "./contact";
 import { type Emit, encodeEvent } from "./events";
 import { type BusinessFacts, emptyFacts, linkFactsPassage, loadFacts } from "./facts";
-import { isGap, recordGap } from "./gaps";
+import { findGaps, isGap, noteGap } from "./gaps";
 import { buildPrompt } from "./prompt";
 import { type Generator, type GeneratorOptions, generatorFor } from "./providers";
 import { parseChatRequest } from "./request";
@@ -144,15 +145,7 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     return json(503, { error: "the knowledge base cannot be read right now" }, cors);
   }
   for (const reason of retrieved.degraded) console.warn("chat retrieval for site %s degraded: %s", site, reason);
-  if (retrieved.passages.length === 0 && isGap(question, retrieved.degraded)) {
-    // In the background: the visitor's answer does not wait for the owner's gap list.
-    const recording = recordGap(db, site, retrieved.query || question, deps.now()).then(
-      () => undefined,
-      (error: unknown) => console.error("chat for site %s: the gap cannot be recorded: %s", site, describe(error)),
-    );
-    await answerDeps.waitUntil(recording);
-  }
-
+  const emptySearch = retrieved.passages.length === 0 && isGap(question, retrieved.degraded);
   const tools = toolDefinitions(settings.tools);
   const prompt = buildPrompt({
     settings,
@@ -169,13 +162,45 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
       site, prompt.tokens, prompt.droppedPassages, prompt.droppedTurns,
     );
   }
-  return stream(cors, (emit) =>
-    streamAnswer(
+  return stream(cors, async (emit) => {
+    const seen = new TurnSeen();
+    await streamAnswer(
       answerDeps,
       { site, settings, facts, request: chat, messages: prompt.messages, passages: prompt.passages, tools, usage: meter, queryEmbedding, generator },
-      emit,
-    ),
-  );
+      seen.watch(emit),
+    );
+    // In the background: the visitor's answer does not wait for the owner's gap list (gaps.ts).
+    const noteDeps = { db, now: deps.now, delivery: answerDeps.delivery };
+    let finding: Promise<unknown> | null = null;
+    if (seen.model === null && emptySearch) {
+      finding = noteGap(noteDeps, site, settings.leads, retrieved.query || question); // no chat model: today's rule
+    } else if (seen.model !== null && !seen.failed && (seen.cited === 0 || seen.callback)) {
+      const system = prompt.messages[0]?.role === "system" ? prompt.messages[0].content : "";
+      const turn = { site, settings, system, conversation: chat.messages, answer: seen.text, model: seen.model, generator };
+      finding = findGaps({ ...noteDeps, backends: deps.backends }, turn);
+    }
+    if (finding !== null) await answerDeps.waitUntil(finding.then(() => undefined));
+  });
+}
+
+/** What the visitor was sent: the answer's text, how many passages it cited, a callback, the model. */
+class TurnSeen {
+  text = "";
+  cited = 0;
+  callback = false;
+  failed = false;
+  model: string | null = null; // done's model: null when no chat model answered (extractive)
+
+  watch(emit: Emit): Emit {
+    return async (event) => {
+      if (event.event === "delta") this.text += event.data.text;
+      else if (event.event === "sources") this.cited = event.data.sources.length;
+      else if (event.event === "callback") this.callback = true;
+      else if (event.event === "error") this.failed = true;
+      else if (event.event === "done") this.model = event.data.model;
+      await emit(event);
+    };
+  }
 }
 
 /** A text/event-stream response fed by `run`; the stream closes when it returns. */

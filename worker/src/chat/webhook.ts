@@ -5,19 +5,21 @@
  * The request: `POST <webhookUrl>`, body JSON
  *   {"event": "lead.created", "site": "acme", "lead": {"id", "name", "phone", "email", "need",
  *    "excerpt", "source", "visitorId", "createdAt"}}
- * (a contact detail or visitor id the lead does not have is null), with the headers
+ * (a contact detail or visitor id the lead does not have is null). A new knowledge gap (gaps.ts) goes
+ * to the same URL as `knowledge.gap`, {"event": "knowledge.gap", "site", "gap": {"id", "question",
+ * "asked", "firstAskedAt"}}, through the same delivery (`postEvent`). Every event has the headers
  *   content-type: application/json
  *   user-agent: HelpPuff-Webhook/1
- *   X-HelpPuff-Event: lead.created
- *   X-HelpPuff-Delivery: <the lead's id, the same on a retry>
+ *   X-HelpPuff-Event: <the event: lead.created or knowledge.gap>
+ *   X-HelpPuff-Delivery: <the lead's or the gap's id, the same on a retry>
  *   X-HelpPuff-Timestamp: <unix seconds, this attempt>
  *   X-HelpPuff-Signature: sha256=<lowercase hex HMAC-SHA256(webhookSecret, "<timestamp>.<body>")>
  *                         (only when the site sets `backend.leads.webhookSecret`)
  *
  * Delivery: at most 5 s per attempt; a network error, a timeout, 429 or 5xx is tried once more
  * after a 1 s pause; 2xx is success; any other status is final. Redirects are never followed (a
- * 3xx is a failure). The outcome goes on the lead's row: `notified_at` (success) or `notify_error`
- * (a one-line reason); failures are logged with the site and the lead id only.
+ * 3xx is a failure). A lead's outcome goes on its row: `notified_at` (success) or `notify_error`
+ * (a one-line reason); failures are logged with the site and the lead or gap id only.
  */
 import type { SqlDatabase } from "../ports";
 import type { ChatSettings } from "../settings";
@@ -25,6 +27,7 @@ import { TimeoutError, withTimeout } from "../timeout";
 import type { SavedLead } from "./leads";
 
 export const WEBHOOK_EVENT = "lead.created";
+export const GAP_EVENT = "knowledge.gap";
 export const WEBHOOK_USER_AGENT = "HelpPuff-Webhook/1";
 export const MAX_ATTEMPTS = 2;
 const MAX_REASON_CHARS = 200;
@@ -115,13 +118,19 @@ export async function signBody(secret: string, timestamp: number, body: string):
   return `sha256=${Array.from(mac, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
 }
 
-/** The request's headers for one attempt. */
-export async function webhookHeaders(leadId: string, body: string, timestamp: number, secret: string | null): Promise<Record<string, string>> {
+/** The request's headers for one attempt of `event` (the lead event's by default). */
+export async function webhookHeaders(
+  deliveryId: string,
+  body: string,
+  timestamp: number,
+  secret: string | null,
+  event: string = WEBHOOK_EVENT,
+): Promise<Record<string, string>> {
   const headers: Record<string, string> = {
     "content-type": "application/json",
     "user-agent": WEBHOOK_USER_AGENT,
-    "x-helppuff-event": WEBHOOK_EVENT,
-    "x-helppuff-delivery": leadId,
+    "x-helppuff-event": event,
+    "x-helppuff-delivery": deliveryId,
     "x-helppuff-timestamp": String(timestamp),
   };
   if (secret !== null) headers["x-helppuff-signature"] = await signBody(secret, timestamp, body);
@@ -169,13 +178,31 @@ export async function postLead(
   options: DeliveryOptions,
   now: () => Date,
 ): Promise<DeliveryResult> {
-  const body = JSON.stringify(leadPayload(lead));
+  return postEvent(url, secret, { event: WEBHOOK_EVENT, deliveryId: lead.id, payload: leadPayload(lead) }, options, now);
+}
+
+/** One event for the webhook: its name, its delivery id (kept on a retry) and its JSON body. */
+export interface WebhookEvent {
+  event: string;
+  deliveryId: string;
+  payload: unknown;
+}
+
+/** POST `event` to `url`, signed and retried once as above. Never throws. */
+export async function postEvent(
+  url: string,
+  secret: string | null,
+  event: WebhookEvent,
+  options: DeliveryOptions,
+  now: () => Date,
+): Promise<DeliveryResult> {
+  const body = JSON.stringify(event.payload);
   for (let attempts = 1; ; attempts++) {
     if (attempts > 1) await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs));
     const timestamp = Math.floor(now().getTime() / 1000);
     let headers: Record<string, string>;
     try {
-      headers = await webhookHeaders(lead.id, body, timestamp, secret);
+      headers = await webhookHeaders(event.deliveryId, body, timestamp, secret, event.event);
     } catch (error) {
       return { ok: false, attempts, error: `the request could not be signed: ${describe(error)}` };
     }
