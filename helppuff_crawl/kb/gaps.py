@@ -1,8 +1,12 @@
-"""Knowledge gaps: visitors' questions that found no passage, for the owner to answer or dismiss.
+"""Knowledge gaps: visitors' questions the assistant could not answer, for the owner to answer or dismiss.
 
 The Worker records each in D1 `knowledge_gaps` (worker/src/chat/gaps.ts), once per question whatever
 its case, punctuation or spacing (`gap_key`, which the Worker computes the same way: the shared cases
-in helppuff_crawl/schema/gap-keys.json hold both to it), counting repeats. Answering a gap adds an
+in helppuff_crawl/schema/gap-keys.json hold both to it), counting repeats. With a chat model it finds
+them as seed 000 does (a summary of the turn, a search per question, one check of the passages found);
+with none (the local cloud's extractive answers) a question whose search found no passage is one. A new
+one goes to the site's webhook as `knowledge.gap`. The Worker's owner route (worker/src/owner.ts) can
+answer one too: it saves the own answer and asks for a crawl job, whose after-crawl step learns it. Answering a gap adds an
 own answer titled with the question (answers.py); dismissing it keeps it off the list, even when it
 is asked again.
 """

@@ -2,7 +2,7 @@
 
 The crawler adds its embedding use once per run (`add_usage`, keyed so a retried request adds nothing
 twice), kind "embed"; the Worker adds every Workers AI call of its searches and answers, priced from the
-same table (worker/src/usage.ts): kinds "query", "rerank", "rewrite" and "answer".
+same table (worker/src/usage.ts): kinds "query", "rerank", "rewrite", "answer" and "gaps".
 """
 
 from __future__ import annotations
