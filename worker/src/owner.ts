@@ -133,6 +133,7 @@ export async function answerGapRoute(request: Request, deps: OwnerDeps, site: st
   if (request.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
   const allowed = await authorize(request, deps, site);
   if (allowed instanceof Response) return allowed;
+  if (!/^[0-9a-f]{8}$/u.test(gapId)) return json(404, { error: `gap ${JSON.stringify(gapId).slice(0, 40)}: not a gap id` });
   const raw = await readBody(request);
   if (raw === null) return json(413, TOO_BIG);
   let body: unknown;
@@ -204,7 +205,6 @@ export async function ownerRoute(request: Request, env: Env, encodedSite: string
     // not a site name or gap id: refused below
   }
   if (!SITE_NAME.test(site)) return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
-  if (encodedGap !== null && !/^[0-9a-f]{8}$/u.test(gapId)) return json(404, { error: `gap ${JSON.stringify(gapId)}: not a gap id` });
   let deps: OwnerDeps;
   try {
     deps = { db: backendsFromEnv(env).db, queue: crawlQueueFromEnv(env), token: ownerToken(env), now: new Date() };

@@ -7,11 +7,13 @@
  * knowledge.gap event goes to FakeWebhookReceiver (fake-webhook.ts), its signature recomputed as a
  * receiver does.
  */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
 import { gapKey, isGap, recordGap } from "../src/chat/gaps";
 import { handleChat } from "../src/chat/route";
+import worker from "../src/index";
 import type { AiRunner } from "../src/ports";
 import { priceNeurons, utcDay } from "../src/usage";
 import { seedAcme } from "./acme";
@@ -222,13 +224,19 @@ describe("with a chat model: seed 000's three steps", () => {
     expect(events).toHaveLength(2);
   });
 
-  it("leaves out what the summary leaves out (a question the owner's instructions forbid)", async () => {
+  it("leaves out a question the owner's instructions forbid: the summary is shown them", async () => {
+    const roof = "How much do you charge to fix a roof?";
+    // The fake reads the instructions it is shown, as the model does: the owner's rule leaves the roof price out.
+    ai.summary = (user) => JSON.stringify({ questions: user.includes("Never quote prices for roof work") ? [] : [roof] });
     model.say(NOT_SURE_ANSWER);
-    ai.summary = '{"questions": []}'; // the roof price is the owner's rule, not a gap
-    await askOf("acme-steps", ai, "How much do you charge to fix a roof?");
+    await askOf("acme-steps", ai, roof);
     expect(ai.gapCalls.map((call) => call.step)).toEqual(["summary"]);
-    expect(ai.gapCalls[0]?.user).toContain("Never quote prices for roof work");
     expect(await gaps()).toEqual([]);
+    // Without the rule, the same turn is a gap: what left it out was the owner's instruction.
+    await configure("acme-steps", {});
+    model.say(NOT_SURE_ANSWER);
+    await askOf("acme-steps", ai, roof);
+    expect((await gaps()).map((r) => r.question)).toEqual([roof]);
   });
 
   it.each([
@@ -325,6 +333,27 @@ describe("with no chat model (extractive): today's rule, an empty search", () =>
       { event: "knowledge.gap", site: "acme-local", gap: { id: rows[0]?.id, question: "Do you sell bicycles to astronauts?", asked: 1, firstAskedAt: "2026-11-24T23:30:00Z" } },
     ]);
     expect(again.receiver.received).toEqual([]);
+  });
+
+  it("records it in the Worker's ExecutionContext (waitUntil) from the entry point", async () => {
+    // Nothing listens on the discard port: the platform's fetch fails, and the failure is logged.
+    await configure("acme-local", { model: "extractive", leads: { webhookUrl: "http://127.0.0.1:9/gap" } });
+    const errors = vi.spyOn(console, "error");
+    const ctx = createExecutionContext();
+    const request = new Request("https://helppuff.test/v1/sites/acme-local/chat", {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: ORIGIN },
+      body: JSON.stringify({ messages: [{ role: "user", content: "Do you sell bicycles to astronauts?" }] }),
+    });
+    const response = await worker.fetch(request, { DB: env.DB, VECTORIZE: vectorize, AI: model }, ctx);
+    expect(response.status).toBe(200);
+    await response.text();
+    await waitOnExecutionContext(ctx);
+    const rows = await gaps();
+    expect(rows.map((r) => [r.site, r.question, r.asked])).toEqual([["acme-local", "Do you sell bicycles to astronauts?", 1]]);
+    const logged = errors.mock.calls.map((call) => call.slice(0, 3).map(String));
+    errors.mockRestore();
+    expect(logged).toContainEqual(["gap webhook for site %s, gap %s failed: %s", "acme-local", rows[0]?.id ?? ""]);
   });
 
   it("does not record a question that found passages, or small talk", async () => {

@@ -9,7 +9,8 @@
  * is not streamed (an OpenAI chat.completion with `usage`), with token counts from the fakes'
  * tokenizer (fakeTokens: what was read and what was written):
  *
- *   summary  the scripted reply text (`summary`), as is;
+ *   summary  the scripted reply text (`summary`), as is, or what `summary(user message)` makes of
+ *            the request (a model reading the owner's instructions it was shown);
  *   check    {"answered": [n...]} for the questions (read back from the request's
  *            <question n="..."> tags) listed in `answered`, or the scripted `checkReply` text.
  */
@@ -31,7 +32,7 @@ function unquote(text: string): string {
 export class FakeGapModel implements AiRunner {
   readonly gapCalls: GapCall[] = [];
   readonly violations: string[] = [];
-  summary = '{"questions": []}';
+  summary: string | ((user: string) => string) = '{"questions": []}';
   answered: string[] = []; // the questions whose passages answer them
   checkReply: string | null = null;
 
@@ -58,7 +59,7 @@ export class FakeGapModel implements AiRunner {
     const user = messages?.[1]?.content ?? "";
     let reply: string;
     if (step === "summary") {
-      reply = this.summary;
+      reply = typeof this.summary === "string" ? this.summary : this.summary(user);
     } else if (this.checkReply !== null) {
       reply = this.checkReply;
     } else {
