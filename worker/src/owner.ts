@@ -164,14 +164,28 @@ export async function answerGapRoute(request: Request, deps: OwnerDeps, site: st
     return json(400, { error: `the question is not a title an own answer can have (at most ${MAX_TITLE_CHARS} characters); answer it with helppuff knowledge add` });
   }
   const answerId = newId();
+  // The gap is claimed first (only one answer wins a race), then the answer saved; a failed save puts
+  // the gap back as it was.
+  try {
+    const claimed = await deps.db.all<{ id: string }>(
+      "UPDATE knowledge_gaps SET state = 'answered', answer_id = ? WHERE site = ? AND id = ? AND state != 'answered' RETURNING id",
+      [answerId, site, gapId],
+    );
+    if (claimed.length === 0) return json(409, { error: `gap ${gapId} is already answered` });
+  } catch (error) {
+    logFailure(site, "the gap cannot be updated", error);
+    return json(503, { error: "the answer cannot be saved right now" });
+  }
   try {
     await deps.db.all(
       "INSERT INTO own_answers (id, site, title, text, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
       [answerId, site, title, text, now, now],
     );
-    await deps.db.all("UPDATE knowledge_gaps SET state = 'answered', answer_id = ? WHERE site = ? AND id = ?", [answerId, site, gapId]);
   } catch (error) {
     logFailure(site, "the answer cannot be saved", error);
+    await deps.db
+      .all("UPDATE knowledge_gaps SET state = ?, answer_id = ? WHERE site = ? AND id = ? AND answer_id = ?", [gap.state, gap.answer_id, site, gapId, answerId])
+      .catch((failure: unknown) => logFailure(site, "the gap cannot be put back", failure));
     return json(503, { error: "the answer cannot be saved right now" });
   }
   let asked: Asked | null = null;

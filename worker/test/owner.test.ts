@@ -7,10 +7,10 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { type Env, backendsFromEnv } from "../src/bindings";
+import { type Env, backendsFromEnv, crawlQueueFromEnv } from "../src/bindings";
 import { recordGap } from "../src/chat/gaps";
 import worker from "../src/index";
-import { MAX_TEXT_CHARS } from "../src/owner";
+import { MAX_TEXT_CHARS, answerGapRoute } from "../src/owner";
 import { FakeCrawlQueue } from "./fake-queue";
 import { FakeChatModel } from "./fake-model";
 import { FakeVectorize } from "./fakes";
@@ -149,6 +149,20 @@ describe("POST /v1/sites/:site/knowledge/gaps/:id/answer", () => {
     const answer = await call(request(`${SITE}/knowledge/gaps/${gap.id}/answer`, { body }));
     expect(answer.status).toBe(status);
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM own_answers").first())?.["n"]).toBe(0);
+    expect(queue.sent).toEqual([]);
+  });
+
+  it("a save that fails puts the gap back as it was (503), and nothing is asked of the crawler", async () => {
+    const gap = await recordGap(db(), SITE, "Is there parking?", NOW);
+    const real = db();
+    const failing = {
+      all: <T>(sql: string, params: readonly unknown[]) =>
+        sql.startsWith("INSERT INTO own_answers") ? Promise.reject(new Error("D1_ERROR: disk full")) : real.all<T>(sql, params),
+    };
+    const deps = { db: failing, queue: crawlQueueFromEnv(workerEnv), token: TOKEN, now: NOW };
+    const answer = await answerGapRoute(request(`${SITE}/knowledge/gaps/${gap.id}/answer`, { body: { text: "Yes." } }), deps, SITE, gap.id);
+    expect(answer.status).toBe(503);
+    expect(await env.DB.prepare("SELECT state, answer_id FROM knowledge_gaps WHERE id = ?").bind(gap.id).first()).toEqual({ state: "open", answer_id: null });
     expect(queue.sent).toEqual([]);
   });
 
