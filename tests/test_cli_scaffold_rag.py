@@ -100,6 +100,19 @@ def test_use_points_helppuff_json_and_the_stored_settings_at_the_module(tmp_path
     checked = run_helppuff(tmp_path, "config", "check", str(config))
     assert checked.returncode == 0 and "fine" in checked.stdout, checked.stdout
 
+    # Refused before anything is written: a secret that is the Worker's own, a helppuff.json with a mistake.
+    refused = run_helppuff(tmp_path, "scaffold", "rag", "--use", "--out", str(site / "two.ts"), "--config", str(config),
+                           "--secret", "RETELL_API_KEY")
+    assert refused.returncode == 2 and "knowledge.retrieval.secrets.0:" in refused.stderr, refused.stderr
+    broken = tmp_path / "broken" / "helppuff.json"
+    broken.parent.mkdir()
+    broken.write_text('{"backend": {"retrieval": {"finalK": 50}}}', encoding="utf-8")
+    refused = run_helppuff(tmp_path, "scaffold", "rag", "--use", "--out", str(broken.parent / "rag.ts"),
+                           "--config", str(broken))
+    assert refused.returncode == 2 and "backend.retrieval.finalK" in refused.stderr, refused.stderr
+    assert not (site / "two.ts").exists() and not (broken.parent / "rag.ts").exists()
+    assert json.loads(config.read_text(encoding="utf-8"))["knowledge"]["retrieval"] == retrieval
+
     # config apply stores it the same way, resolved against the file's folder.
     assert run_helppuff(tmp_path, "config", "apply", str(config), "--site", "other").returncode == 0
     assert _stored(tmp_path, "other")["knowledge"]["retrieval"]["module"] == str(site / "search" / "rag.ts")

@@ -101,8 +101,10 @@ def module_source(out: Path, search_url: str, secret: str) -> str:
             .replace("__SECRET__", secret))
 
 
-def use_module(config: Path, out: Path, secret: str) -> dict[str, object]:
-    """Point `config`'s knowledge.retrieval at `out` (made when there is no such file); the retrieval."""
+def use_module(config: Path, out: Path, secret: str) -> tuple[dict[str, object], dict[str, object]]:
+    """`config`'s content (none when there is no such file) with knowledge.retrieval pointing at `out`,
+    checked against the schema; and that retrieval. Nothing is written."""
+    from helppuff_crawl.cli.rag import with_retrieval
     from helppuff_crawl.config.helppuff_json import ConfigError, config_problems
 
     module = Path(os.path.relpath(out.absolute(), config.absolute().parent)).as_posix()
@@ -112,14 +114,11 @@ def use_module(config: Path, out: Path, secret: str) -> dict[str, object]:
         root = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
     except ValueError as exc:
         raise UsageError(f"{config}: not JSON: {exc}") from None
-    from helppuff_crawl.cli.rag import with_retrieval
-
     root = with_retrieval(json.dumps(root), retrieval)
     problems = config_problems(root)
     if problems:
         raise UsageError(str(ConfigError(str(config), problems)))
-    config.write_text(json.dumps(root, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return retrieval
+    return root, retrieval
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,13 +135,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--site goes with --use")
     if out.exists() and not args.force:
         raise UsageError(f"{out} exists: not overwritten (--force to replace it)")
+    used = use_module(args.config, out, args.secret) if args.use else None  # refused before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(module_source(out, args.search_url, args.secret), encoding="utf-8")
     print(f"{out}: written (a module retriever: edit search() to call your own search)")
-    if not args.use:
+    if used is None:
         print(f"Use it: helppuff scaffold rag --use --out {out} --force, or set knowledge.retrieval in helppuff.json")
         return 0
-    retrieval = use_module(args.config, out, args.secret)
+    root, retrieval = used
+    args.config.write_text(json.dumps(root, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{args.config}: knowledge.retrieval is now {json.dumps(retrieval)}")
     if args.site:
         from helppuff_crawl.cli.crawl import project_settings
@@ -151,5 +152,7 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_set(project_settings(), args.site, {**retrieval, "module": os.path.normpath(out.absolute())}))
         print(f"{args.site}: the chat's passages come from {os.path.normpath(out.absolute())} once it is bundled "
               "(helppuff deploy, or restart helppuff serve)")
+    else:
+        print(f"Store it for a site: helppuff config apply {args.config} --site SITE")
     print(f"Set your search's key as the Worker secret {args.secret}: helppuff secret set {args.secret} (reads stdin)")
     return 0
