@@ -13,9 +13,10 @@ limit} to URL with `Authorization: Bearer <NAME>` (worker/src/rag.ts).
 A module retriever (knowledge.retrieval "custom", seed 001 "In TypeScript") is made with `helppuff scaffold
 rag --use` (helppuff_crawl/cli/scaffold.py) and bundled into the Worker at deploy and serve.
 
-`rag test` asks the Worker's search route, as `helppuff search` does, whatever the retriever (http or custom) (default http://127.0.0.1:8787,
-where `helppuff serve` runs; give a deployed Worker's URL with --url), so what it prints is what the
-chat gets: the passages after the Worker's checks, or the reason there are none (`retriever-failed`).
+`rag test` asks the Worker's search route, whatever the retriever (http or custom), as `helppuff search`
+does (default http://127.0.0.1:8787, where `helppuff serve` runs; give a deployed Worker's URL with
+--url), so what it prints is what the chat gets: the passages after the Worker's checks, or the
+reason there are none (`retriever-failed`).
 The route needs an Origin or the site's "allowNoOrigin": true. Exit status as `helppuff search`.
 """
 
