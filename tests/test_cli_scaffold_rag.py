@@ -118,6 +118,25 @@ def test_use_points_helppuff_json_and_the_stored_settings_at_the_module(tmp_path
     assert _stored(tmp_path, "other")["knowledge"]["retrieval"]["module"] == str(site / "search" / "rag.ts")
 
 
+def test_rag_set_custom_stores_an_existing_module_by_its_absolute_path(tmp_path: Path) -> None:
+    module = tmp_path / "site" / "search.js"
+    module.parent.mkdir()
+    module.write_text("export default { id: 'js', search: () => [] };\n", encoding="utf-8")
+    assert run_helppuff(tmp_path, "settings", "set", "-", "--site", "shop", stdin='{"backend": {"allowNoOrigin": true}}'
+                        ).returncode == 0
+    done = run_helppuff(tmp_path, "rag", "set", "custom", "--site", "shop", "--module", str(module), "--secret", "A_KEY",
+                        "--secret", "B_KEY", "--secret", "A_KEY", "--timeout-ms", "2000")
+    assert done.returncode == 0, done.stderr
+    assert "helppuff secret set A_KEY" in done.stdout and "helppuff secret set B_KEY" in done.stdout
+    assert _stored(tmp_path) == {"backend": {"allowNoOrigin": True}, "knowledge": {"retrieval": {
+        "type": "custom", "module": str(module), "secrets": ["A_KEY", "B_KEY"], "timeoutMs": 2000}}}
+    for bad, said in ((["--module", str(tmp_path / "none.ts")], "no such file"),
+                      (["--module", str(module), "--secret", "OPENAI_API_KEY"], "knowledge.retrieval.secrets.0:")):
+        refused = run_helppuff(tmp_path, "rag", "set", "custom", "--site", "shop", *bad)
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+    assert _stored(tmp_path)["knowledge"]["retrieval"]["secrets"] == ["A_KEY", "B_KEY"]
+
+
 def test_config_check_names_what_is_wrong_with_a_module_retriever(tmp_path: Path) -> None:
     (tmp_path / "rag.ts").write_text("export default {};\n", encoding="utf-8")
     cases = [

@@ -74,7 +74,7 @@ def write_entry(data_dir: Path, rows: Iterable[tuple[str, str | None]], worker_d
     for key, sites in missing.items():
         logger.warning("The module retriever %s (site %s) is not there: left out of the Worker's bundle",
                        key, ", ".join(sites))
-    path = Path(data_dir) / ENTRY_FILE
+    path = Path(data_dir).absolute() / ENTRY_FILE  # wrangler runs in the Worker's folder: no relative path
     if not modules:
         path.unlink(missing_ok=True)
         return Entry(None, modules, missing)
