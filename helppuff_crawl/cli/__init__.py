@@ -14,7 +14,7 @@ import logging
 import sys
 
 _COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "deploy", "serve", "search",
-             "settings", "leads", "config", "schedule", "recrawl", "worker", "rag", "secret")
+             "settings", "leads", "config", "schedule", "recrawl", "worker", "rag", "secret", "scaffold")
 
 
 class UsageError(Exception):

@@ -25,7 +25,13 @@ from typing import Any
 
 from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
-from helppuff_crawl.config.helppuff_json import ConfigError, listed_files, read_config, schema
+from helppuff_crawl.config.helppuff_json import (
+    ConfigError,
+    listed_files,
+    read_config,
+    schema,
+    stored_settings,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,7 +61,7 @@ async def apply_config(settings: Any, site: str, path: Path, config: dict[str, A
     files = listed_files(path, config)
     kb, writer, embedder = open_knowledge(settings)
     try:
-        await set_site_settings(kb, site, json.dumps(config, ensure_ascii=False, sort_keys=True))
+        await set_site_settings(kb, site, json.dumps(stored_settings(path, config), ensure_ascii=False, sort_keys=True))
         applied = await apply_listed_files(kb, writer, embedder.embed, site, files)
         await writer.wait_for_writes()  # the files searchable by meaning too once the command returns
         return applied

@@ -42,6 +42,7 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
     from helppuff_crawl.deploy.worker import (
         WorkerTarget,
         build_bundle,
+        bundle_entry,
         deploy_worker,
         widget_tag,
         write_deploy_config,
@@ -54,9 +55,17 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
     if not worker:
         return report
     target = WorkerTarget(plan.database, plan.database_id or PLACEHOLDER_ID, plan.index, plan.queue)
+    folder = (outdir or Path(tempfile.mkdtemp(prefix="helppuff-bundle-"))) if dry_run else backend.data_dir
+    # The sites' module retrievers, bundled in (helppuff_crawl/deploy/entry.py), read from the stored settings.
+    entry = None
+    if plan.database_id and (dry_run or backend.remote):
+        entry = bundle_entry(settings, folder / "config" if dry_run else folder)
+        report["modules"] = sorted(entry.modules)
+        for how, found in (("bundled", entry.modules), ("left out, no such file", entry.missing)):
+            report["lines"] += [f"  Module retriever {how}: {key} (site {', '.join(sites)})" for key, sites in found.items()]
+    main = entry.path if entry is not None else None
     if dry_run:
-        folder = outdir or Path(tempfile.mkdtemp(prefix="helppuff-bundle-"))
-        config = write_deploy_config(target, folder / "config")
+        config = write_deploy_config(target, folder / "config", entry=main)
         files = build_bundle(config, folder / "bundle")
         report["bundle"] = [str(f) for f in files]
         report["lines"].append(f"  Worker bundle built in {folder / 'bundle'} ({len(files)} files); nothing deployed")
@@ -64,7 +73,7 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
     if not backend.remote:
         report["lines"].append("  Worker: the local cloud has no account to deploy to; `helppuff serve` runs it here")
         return report
-    config = write_deploy_config(target, backend.data_dir)
+    config = write_deploy_config(target, backend.data_dir, entry=main)
     url = deploy_worker(config, backend.api_token, backend.account_id)
     backend.state.record_worker(backend.account, {"url": url, "config": str(config)})
     report.update(worker_url=url, widget=widget_tag(url, site))

@@ -1,6 +1,8 @@
 """`helppuff rag ...`: where the chat's passages come from (seed 001, custom retrievers).
 
     helppuff rag set http --site S --url URL --token-env NAME [--timeout-ms MS]
+    helppuff rag set custom --site S --module FILE [--secret NAME ...] [--timeout-ms MS]
+                                                a module retriever (helppuff scaffold rag writes one)
     helppuff rag set helppuff --site S          back to this knowledge base
     helppuff rag test "question" --site S [--url WORKER] [--limit N] [--json]
 
@@ -10,9 +12,13 @@ checking the whole against helppuff.json's schema. It stores the token's *name* 
 the Worker secret NAME (`helppuff secret set NAME`). The Worker then POSTs {query, question, siteId,
 limit} to URL with `Authorization: Bearer <NAME>` (worker/src/rag.ts).
 
-`rag test` asks the Worker's search route, as `helppuff search` does (default http://127.0.0.1:8787,
-where `helppuff serve` runs; give a deployed Worker's URL with --url), so what it prints is what the
-chat gets: the passages after the Worker's checks, or the reason there are none (`retriever-failed`).
+A module retriever (knowledge.retrieval "custom", seed 001 "In TypeScript") is made with `helppuff scaffold
+rag --use` (helppuff_crawl/cli/scaffold.py) and bundled into the Worker at deploy and serve.
+
+`rag test` asks the Worker's search route, whatever the retriever (http or custom), as `helppuff search`
+does (default http://127.0.0.1:8787, where `helppuff serve` runs; give a deployed Worker's URL with
+--url), so what it prints is what the chat gets: the passages after the Worker's checks, or the
+reason there are none (`retriever-failed`).
 The route needs an Origin or the site's "allowNoOrigin": true. Exit status as `helppuff search`.
 """
 
@@ -21,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.cli import UsageError
@@ -37,6 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     http.add_argument("--url", required=True, help="the search endpoint (https://; http:// only on loopback)")
     http.add_argument("--token-env", required=True, metavar="NAME", help="the Worker secret holding the bearer token")
     http.add_argument("--timeout-ms", type=int, help="how long a search may take (default 5000)")
+    custom = kinds.add_parser("custom", help="your own search in a TypeScript module (helppuff scaffold rag)")
+    custom.add_argument("--site", required=True)
+    custom.add_argument("--module", required=True, type=Path, help="the module (.ts or .js), e.g. ./rag.ts")
+    custom.add_argument("--secret", action="append", default=[], metavar="NAME",
+                        help="a Worker secret the module reads from ctx.env (again for more)")
+    custom.add_argument("--timeout-ms", type=int, help="how long a search may take (default 5000)")
     own = kinds.add_parser("helppuff", help="this knowledge base (the default)")
     own.add_argument("--site", required=True)
     test = sub.add_parser("test", help="print what the site's retriever returns, through the Worker")
@@ -86,7 +100,20 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_set(project_settings(), args.site, {"type": "helppuff"}))
         print(f"{args.site}: the chat's passages come from this knowledge base")
         return 0
-    retrieval: dict[str, Any] = {"type": "http", "url": args.url, "tokenEnv": args.token_env}
+    if args.rag_type == "custom":
+        module = Path(os.path.normpath(args.module.absolute()))  # the key the Worker's bundle registers it by
+        if not module.is_file():
+            raise UsageError(f"{args.module}: no such file")
+        retrieval: dict[str, Any] = {"type": "custom", "module": str(module), "secrets": list(dict.fromkeys(args.secret))}
+        if args.timeout_ms is not None:
+            retrieval["timeoutMs"] = args.timeout_ms
+        asyncio.run(_set(project_settings(), args.site, retrieval))
+        print(f"{args.site}: the chat's passages come from {module} once it is bundled "
+              "(helppuff deploy, or restart helppuff serve)")
+        for name in retrieval["secrets"]:
+            print(f"Set the Worker secret {name}: helppuff secret set {name} (reads stdin)")
+        return 0
+    retrieval = {"type": "http", "url": args.url, "tokenEnv": args.token_env}
     if args.timeout_ms is not None:
         retrieval["timeoutMs"] = args.timeout_ms
     asyncio.run(_set(project_settings(), args.site, retrieval))

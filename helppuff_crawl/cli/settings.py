@@ -20,7 +20,11 @@ from typing import Any
 
 from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
-from helppuff_crawl.config.helppuff_json import ConfigError, parse_config
+from helppuff_crawl.config.helppuff_json import (
+    ConfigError,
+    parse_config,
+    stored_settings,
+)
 
 MAX_SETTINGS_BYTES = 64 * 1024
 
@@ -76,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"{args.file}: no such file")
             text = path.read_text(encoding="utf-8")
         try:
-            root = check_settings(text)
+            # A module retriever's path is relative to the file's folder (stdin: this folder).
+            root = stored_settings(Path("helppuff.json" if args.file == "-" else args.file), check_settings(text))
         except ValueError as exc:
             raise UsageError(f"{args.file}: {exc}") from exc
         asyncio.run(_store(settings, args.site, json.dumps(root, ensure_ascii=False, sort_keys=True)))

@@ -17,6 +17,10 @@ a symbolic link (the file or a folder on its way) that leads outside are problem
 named by entry, like any other; so a helppuff.json cannot have another folder's files (say
 ~/.ssh/id_rsa) uploaded into the site's knowledge base, where visitors can read them.
 
+`knowledge.retrieval.module` (a module retriever, "custom") names a .ts or .js file relative to the
+folder of the helppuff.json; `read_config` says when it is not there, and `stored_settings` gives the
+settings as the Worker reads them, its path made absolute (the key the Worker's bundle finds it by).
+
 The Worker reads the same fields leniently (a bad one keeps its default and is logged);
 `helppuff_crawl/schema/cases.json` lists documents both sides are tested on, so the two stay in step.
 """
@@ -146,7 +150,33 @@ def read_config(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), ["no such file"])
     config = parse_config(path.read_text(encoding="utf-8"), str(path))
     listed_files(path, config)
+    retriever_module(path, config)
     return config
+
+
+def retriever_module(path: Path, config: dict[str, Any]) -> Path | None:
+    """The file knowledge.retrieval.module names (type "custom"), relative to the folder of `path` (the
+    helppuff.json) unless absolute; None for another retriever. ConfigError when it is not a file."""
+    retrieval = config.get("knowledge", {}).get("retrieval") or {}
+    if retrieval.get("type") != "custom":
+        return None
+    entry = retrieval["module"]
+    module = Path(entry) if Path(entry).is_absolute() else path.absolute().parent / entry
+    if not module.is_file():
+        raise ConfigError(str(path), [f"knowledge.retrieval.module: {entry!r} is not there (no file {module}; "
+                                      f"it is named relative to the folder of {path.name})"])
+    return Path(os.path.normpath(module))
+
+
+def stored_settings(path: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """`config` as the Worker's settings store it: a module retriever's path made absolute (resolved
+    against the folder of `path`), the key the Worker's bundle registers the module by
+    (helppuff_crawl/deploy/entry.py); ConfigError when the module is not there."""
+    module = retriever_module(path, config)
+    if module is None:
+        return config
+    knowledge = {**config["knowledge"], "retrieval": {**config["knowledge"]["retrieval"], "module": str(module)}}
+    return {**config, "knowledge": knowledge}
 
 
 def listed_files(path: Path, config: dict[str, Any]) -> list[Path]:

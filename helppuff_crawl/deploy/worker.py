@@ -4,7 +4,9 @@ The checked-in worker/wrangler.jsonc declares the bindings, the rate limiters an
 it carries no account's ids. A deploy writes `<data dir>/wrangler.deploy.json` from it: the D1
 database's UUID and name, the Vectorize index, absolute paths (wrangler resolves `main` and
 `migrations_dir` against the config's folder), and no `env` (the "local" environment is for
-`helppuff serve`). Then `wrangler deploy --config` that file. A dry run builds the bundle with
+`helppuff serve`). `main` is the Worker's src/index.ts, or, when a site's settings name a module
+retriever, the entry file that bundles the modules in (helppuff_crawl/deploy/entry.py, `bundle_entry`).
+Then `wrangler deploy --config` that file. A dry run builds the bundle with
 `wrangler deploy --dry-run --outdir`, which needs no account and touches nothing.
 
 A site's webhook and recrawl secrets live in its settings in D1; the Worker's own secrets (a custom
@@ -14,6 +16,7 @@ retriever's token, the providers' keys) are put with `wrangler secret put` (`put
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from helppuff_crawl.deploy.entry import Entry, write_entry
 from helppuff_crawl.local.devserver import WORKER_DIR, find_toolchain
 
 DEPLOY_CONFIG = "wrangler.deploy.json"
@@ -46,12 +50,12 @@ class WorkerTarget:
     queue: str = ""  # the crawl queue its CRAWL_QUEUE producer sends to (HELPPUFF_QUEUE); "": as declared
 
 
-def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR) -> dict[str, Any]:
-    """worker/wrangler.jsonc with this account's resources filled in."""
+def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR, entry: Path | None = None) -> dict[str, Any]:
+    """worker/wrangler.jsonc with this account's resources filled in (and `entry` as main, when given)."""
     config = read_jsonc((worker_dir / "wrangler.jsonc").read_text(encoding="utf-8"))
     config.pop("$schema", None)
     config.pop("env", None)
-    config["main"] = str((worker_dir / config["main"]).resolve())
+    config["main"] = str(Path(entry).resolve() if entry is not None else (worker_dir / config["main"]).resolve())
     databases = config.get("d1_databases") or []
     if len(databases) != 1:
         raise WorkerDeployError(f"{worker_dir / 'wrangler.jsonc'} must declare one D1 database, found {len(databases)}")
@@ -65,11 +69,25 @@ def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR) -> dict[s
     return config
 
 
-def write_deploy_config(target: WorkerTarget, data_dir: Path, worker_dir: Path = WORKER_DIR) -> Path:
+def write_deploy_config(target: WorkerTarget, data_dir: Path, worker_dir: Path = WORKER_DIR,
+                        entry: Path | None = None) -> Path:
     path = Path(data_dir) / DEPLOY_CONFIG
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(deploy_config(target, worker_dir), indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(deploy_config(target, worker_dir, entry), indent=2) + "\n", encoding="utf-8")
     return path
+
+
+async def _settings_rows(settings: Any) -> list[tuple[str, str | None]]:
+    from helppuff_crawl.kb.database import KnowledgeBase
+    from helppuff_crawl.kb.site_settings import all_site_settings
+
+    async with KnowledgeBase.from_settings(settings) as kb:
+        return await all_site_settings(kb)
+
+
+def bundle_entry(settings: Any, folder: Path, worker_dir: Path = WORKER_DIR) -> Entry:
+    """The entry file (in `folder`) bundling the module retrievers every site's stored settings name."""
+    return write_entry(folder, asyncio.run(_settings_rows(settings)), worker_dir)
 
 
 def _environment(remote: dict[str, str] | None) -> dict[str, str]:

@@ -20,3 +20,9 @@ async def set_site_settings(kb: KnowledgeBase, site: str, text: str) -> None:
         "ON CONFLICT (site) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at",
         [site, text, iso(utc_now())],
     )
+
+
+async def all_site_settings(kb: KnowledgeBase) -> list[tuple[str, str | None]]:
+    """Every site's stored settings, (site, settings text), by site."""
+    rows = await kb.query("SELECT site, settings FROM site_settings ORDER BY site")
+    return [(row["site"], row["settings"]) for row in rows]

@@ -13,6 +13,10 @@ in a process group of its own:
 
     wrangler dev --local --env local --env-file <tmp>/local-cloud.env --ip 127.0.0.1 --port PORT
 
+When a site's stored settings name a module retriever (knowledge.retrieval "custom"), the script
+wrangler runs is `<data dir>/worker-entry.ts`, which bundles the modules into the Worker
+(helppuff_crawl/deploy/entry.py); restart serve after naming a new one.
+
 Env "local" in worker/wrangler.jsonc declares no D1, Vectorize or AI binding, so nothing is
 remote and Miniflare's own D1 is not used: the Worker's dev shims (worker/src/dev.ts) call the
 local cloud at HELPPUFF_LOCAL_CLOUD_URL with HELPPUFF_LOCAL_CLOUD_TOKEN, given in an env file
@@ -22,7 +26,8 @@ wrote. The same file carries the Worker's secret RETELL_API_KEY when it is set i
 (OPENAI_API_KEY, OPENAI_BASE_URL, GEMINI_..., ANTHROPIC_..., each only when set; backend.type openai,
 gemini and anthropic generate with them), and the secrets `helppuff secret set` stored for this data
 folder (`<data dir>/worker-secrets.env`, e.g. a custom retriever's token; a variable of the same name
-in serve's environment wins), and the Worker's URL is recorded in the state file
+in serve's environment wins, and a secret a site's retriever names is passed from serve's environment
+when set there), and the Worker's URL is recorded in the state file
 (the local account's "worker" entry), where `helppuff status` finds it. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
 that OpenAI-compatible server (helppuff_crawl.local.chat); without it the Worker's answers are
 extractive. Nothing else leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
@@ -58,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Self
 import httpx
 
 from helppuff_crawl import settings as declared_settings
+from helppuff_crawl.deploy.entry import write_entry
 from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
 from helppuff_crawl.kb.crawl_queue import consumer_settings
 
@@ -170,6 +176,21 @@ def check_secret(name: str, value: str) -> None:
         raise ValueError(f"{name} must be one non-empty line")
 
 
+def named_secrets(rows: Iterable[tuple[str, str | None]], environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The secrets the sites' custom retrievers name (knowledge.retrieval.secrets, tokenEnv) that are set
+    in `environ` (os.environ: serve's environment), so serve passes them without `helppuff secret set`."""
+    env = os.environ if environ is None else environ
+    names: set[str] = set()
+    for _site, text in rows:
+        try:
+            retrieval = (json.loads(text or "{}").get("knowledge") or {}).get("retrieval") or {}
+            listed = [*(retrieval.get("secrets") or []), retrieval.get("tokenEnv")]
+        except (ValueError, AttributeError, TypeError):
+            continue
+        names |= {name for name in listed if isinstance(name, str) and _SECRET_NAME.fullmatch(name)}
+    return {name: env[name] for name in sorted(names) if env.get(name)}
+
+
 def local_secrets(data_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The secrets stored in `<data_dir>/worker-secrets.env`, each replaced by `environ`'s value of the
     same name when that is set (os.environ: serve's environment)."""
@@ -229,10 +250,12 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
-def wrangler_command(tool: Toolchain, options: DevOptions, env_file: Path, state_dir: Path) -> list[str]:
-    """The `wrangler dev` command line (the token is in env_file, not here)."""
+def wrangler_command(tool: Toolchain, options: DevOptions, env_file: Path, state_dir: Path,
+                     entry: Path | None = None) -> list[str]:
+    """The `wrangler dev` command line (the token is in env_file, not here); `entry`, when given, is the
+    script run instead of the config's main (the entry bundling the module retrievers: deploy/entry.py)."""
     return [
-        str(tool.node), str(tool.wrangler), "dev",
+        str(tool.node), str(tool.wrangler), "dev", *([str(entry)] if entry is not None else []),
         "--config", str(options.worker_dir / "wrangler.jsonc"),
         "--local", "--env", WRANGLER_ENV, "--env-file", str(env_file),
         "--ip", LOOPBACK, "--port", str(options.port),
@@ -348,6 +371,14 @@ class DevServer:
         self._warmup = threading.Thread(target=self._load_models, args=(cloud,), name="helppuff-warmup", daemon=True)
         self._warmup.start()
 
+        # The sites' module retrievers, bundled into the Worker through an entry file (deploy/entry.py).
+        rows = self._settings_rows(cloud)
+        entry = write_entry(self.options.data_dir, rows, self.options.worker_dir)
+        for key, sites in entry.modules.items():
+            self.output(f"Module retriever bundled: {key} (site {', '.join(sites)})")
+        for key, sites in entry.missing.items():
+            self.output(f"Module retriever left out, no such file: {key} (site {', '.join(sites)})")
+
         self._tmp = Path(tempfile.mkdtemp(prefix="helppuff-serve-"))
         env_file = self._tmp / "local-cloud.env"
         env_file.touch(mode=0o600)
@@ -358,12 +389,12 @@ class DevServer:
             f"HELPPUFF_QUEUE_ID={self.queue_id}\n"
             f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n"
             + secret_lines(self.options.retell_api_key, self.options.provider_vars,
-                           local_secrets(self.options.data_dir)),
+                           {**named_secrets(rows), **local_secrets(self.options.data_dir)}),
             encoding="utf-8",
         )
         # Where the Worker answers, for `helppuff status` (the Retell function's URL) while none is deployed.
         DeployState(self.options.data_dir).record_worker(LOCAL_ACCOUNT, {"url": self.worker_url, "by": "helppuff serve"})
-        command = wrangler_command(tool, self.options, env_file, self._tmp / "state")
+        command = wrangler_command(tool, self.options, env_file, self._tmp / "state", entry.path)
         logger.info("Starting %s", " ".join(command))
         self.process = subprocess.Popen(
             command, cwd=self.options.worker_dir, env=wrangler_environment(tool),
@@ -372,6 +403,15 @@ class DevServer:
         )
         self._reader = threading.Thread(target=self._read_output, name="helppuff-wrangler-output", daemon=True)
         self._reader.start()
+
+    def _settings_rows(self, cloud: LocalCloud) -> list[tuple[str, str | None]]:
+        """Every site's stored settings (site, JSON text); none when the table is not there yet."""
+        try:
+            result = cloud.database(self.database_id).query([("SELECT site, settings FROM site_settings", [])])
+        except Exception:  # a knowledge base not migrated yet: no site has settings
+            logger.debug("Could not read site_settings", exc_info=True)
+            return []
+        return [(row["site"], row["settings"]) for row in result[0]["results"]]
 
     def _load_models(self, cloud: LocalCloud) -> None:
         from helppuff_crawl.local.ai import LOCAL_MODEL

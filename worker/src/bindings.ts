@@ -49,8 +49,28 @@ export function retrieverSecret(env: Env, name: string): string | null {
   return typeof value === "string" && value.trim() !== "" ? value.trim() : null;
 }
 
+/**
+ * A module retriever's ctx.env: the Worker's bindings (every value that is not text, but the tests'
+ * TEST_* data) and, of `secrets`, those set (retrieverSecret); none of the Worker's other secrets or vars.
+ */
+export function retrieverEnv(env: Env, secrets: readonly string[]): Record<string, unknown> {
+  const given: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(env as unknown as Record<string, unknown>)) {
+    if (typeof value === "object" && value !== null && !name.startsWith("TEST_")) given[name] = value;
+  }
+  for (const name of secrets) {
+    const value = retrieverSecret(env, name);
+    if (value !== null) given[name] = value;
+  }
+  return given;
+}
+
 function retrieverPorts(env: Env): RetrieverPorts {
-  return { fetch: (url, init) => fetch(url, init), secret: (name) => retrieverSecret(env, name) };
+  return {
+    fetch: (url, init) => fetch(url, init),
+    secret: (name) => retrieverSecret(env, name),
+    env: (secrets) => retrieverEnv(env, secrets),
+  };
 }
 
 /** Wrap the Worker's bindings as the ports retrieval uses. */

@@ -56,10 +56,14 @@ export interface CrawlQueue {
   send(body: string, delaySeconds: number): Promise<void>;
 }
 
-/** What a custom retriever over HTTP (rag.ts) needs: a fetch, and the Worker's secrets by name. */
+/**
+ * What a custom retriever (rag.ts) needs: a fetch, the Worker's secrets by name, and for a module
+ * retriever its ctx.env: the named secrets that are set, and the Worker's bindings.
+ */
 export interface RetrieverPorts {
   fetch(url: string, init: RequestInit): Promise<Response>;
   secret(name: string): string | null; // null: not set (or a name no retriever may use)
+  env(secrets: readonly string[]): Record<string, unknown>;
 }
 
 /** What retrieval runs on. */
@@ -72,6 +76,6 @@ export interface Backends {
    * absent; the local cloud's relevance model when the ports are the local cloud's (dev.ts).
    */
   defaultReranker?: string;
-  /** For a site whose knowledge.retrieval is "http"; absent: such a site gets no passages. */
+  /** For a site whose knowledge.retrieval is "http" or "custom"; absent: such a site gets no passages. */
   retriever?: RetrieverPorts;
 }

@@ -20,7 +20,8 @@
  */
 import type { Passage } from "./chunks";
 import type { RetrieverPorts } from "./ports";
-import type { HttpRetriever } from "./settings";
+import type { Retriever, RetrieverContext } from "./sdk";
+import type { HttpRetriever, ModuleRetriever } from "./settings";
 import { TimeoutError, withTimeout } from "./timeout";
 
 /** The most of a passage's content used (seed 001). */
@@ -114,9 +115,14 @@ export function validPassages(reply: unknown, request: Pick<RetrieverRequest, "s
   if (!isRecord(reply) || !Array.isArray(reply["passages"])) {
     throw new RetrieverError('the reply is not {"passages": [...]}');
   }
+  return checkedPassages(reply["passages"], request);
+}
+
+/** The usable ones of a retriever's passages (each checked, at most `limit`), numbered from 1. */
+function checkedPassages(items: unknown[], request: Pick<RetrieverRequest, "siteId" | "limit">): Passage[] {
   const drop = (i: number, why: string) => console.warn("retriever for site %s: passage %d %s", request.siteId, i + 1, why);
   const passages: Passage[] = [];
-  reply["passages"].forEach((item: unknown, i: number) => {
+  items.forEach((item: unknown, i: number) => {
     if (passages.length >= request.limit) return drop(i, `dropped: past the limit of ${request.limit}`);
     if (!isRecord(item)) return drop(i, "dropped: not an object");
     const { title, content, url, heading, score } = item;
@@ -138,4 +144,66 @@ export function validPassages(reply: unknown, request: Pick<RetrieverRequest, "s
     });
   });
   return passages;
+}
+
+/** The modules this bundle holds, by the key the sites' settings name them by (their stored path). */
+const modules = new Map<string, unknown>();
+
+/**
+ * Make `module` (a module retriever's default export) the one sites whose knowledge.retrieval.module
+ * is `key` use. Called by the entry file the bundle is built from; a later call for the same key wins.
+ */
+export function registerRetriever(key: string, module: unknown): void {
+  modules.set(key, module);
+}
+
+/** The keys of the modules in this bundle. */
+export function registeredRetrievers(): string[] {
+  return [...modules.keys()];
+}
+
+function isRetriever(value: unknown): value is Retriever {
+  return isRecord(value) && typeof value["search"] === "function";
+}
+
+/** The passages the site's module retriever returns for `request`; never throws. */
+export async function moduleRetrieve(
+  retriever: ModuleRetriever,
+  request: RetrieverRequest,
+  ports: RetrieverPorts,
+): Promise<RetrieverResult> {
+  const module = modules.get(retriever.module);
+  const name = isRecord(module) && typeof module["id"] === "string" && module["id"] ? module["id"] : retriever.module;
+  const failed = (why: string): RetrieverResult => {
+    const reason = `retriever-failed: ${name}: ${why}; no passages`;
+    console.error("retriever for site %s: %s", request.siteId, reason);
+    return { passages: [], degraded: [reason] };
+  };
+  if (module === undefined) {
+    return failed("the module is not in this Worker's bundle (run helppuff deploy, or restart helppuff serve)");
+  }
+  if (!isRetriever(module)) return failed("the module's default export has no search(request, ctx)");
+  const env = ports.env(retriever.secrets);
+  for (const secret of retriever.secrets) {
+    if (!(secret in env)) console.warn("retriever %s for site %s: the Worker secret %s is not set (helppuff secret set %s)", name, request.siteId, secret, secret);
+  }
+  const abort = new AbortController();
+  const ctx: RetrieverContext = {
+    fetch: (url, init) => ports.fetch(String(url), { ...init, signal: init?.signal ?? abort.signal }),
+    env,
+    log: (message, ...args) => console.log(`retriever ${name} for site ${request.siteId}: ${message}`, ...args),
+    siteId: request.siteId,
+  };
+  let found: unknown;
+  try {
+    const search = Promise.resolve().then(() => module.search({ query: request.query, question: request.question, limit: request.limit }, ctx));
+    found = await withTimeout(search, retriever.timeoutMs);
+  } catch (error) {
+    abort.abort();
+    return failed(error instanceof TimeoutError ? `timed out: ${error.message}` : `the search threw: ${describe(error)}`);
+  }
+  if (!Array.isArray(found)) {
+    return failed(`the search returned ${found === null ? "null" : typeof found}, not a list of passages`);
+  }
+  return { passages: checkedPassages(found, request), degraded: [] };
 }

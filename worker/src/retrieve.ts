@@ -31,9 +31,10 @@
  * `scores` says what passage scores are: "reranker" (0..1), "fused" (RRF), or "retriever" (the
  * site's own search's, 0 where it gave none).
  *
- * A site whose knowledge.retrieval is "http" (seed 001) takes its passages from its own search
- * instead (rag.ts): the standalone query (step 1) is sent there, and nothing else runs; a failure
- * there is `retriever-failed` in `degraded`, with no passages.
+ * A site whose knowledge.retrieval is "http" or "custom" (seed 001) takes its passages from its own
+ * search instead (rag.ts: over HTTP, or a module bundled into the Worker): the standalone query
+ * (step 1) is sent there, and nothing else runs; a failure there is `retriever-failed` in
+ * `degraded`, with no passages.
  *
  * Every Workers AI call is added to `options.meter` (usage.ts), which the route records in
  * usage_daily: the query embedding (kind "query"), the reranker ("rerank") and the rewrite
@@ -49,11 +50,11 @@ import { queryEmbeddingInput, queryVector } from "./embedding";
 import { ftsMatchQuery } from "./fts";
 import { fuseRankings } from "./fusion";
 import { intentCategories } from "./intent";
-import { httpRetrieve } from "./rag";
+import { httpRetrieve, moduleRetrieve } from "./rag";
 import type { Backends } from "./ports";
 import { RERANK_TOP, rerankInput, rerankScores } from "./rerank";
 import { type Candidate, fusedMinCosine, relevantWithoutReranker, selectCandidates, toPassages } from "./select";
-import { DEFAULT_SETTINGS, type HttpRetriever, type RetrievalSettings, parseRetriever, parseSettings } from "./settings";
+import { DEFAULT_SETTINGS, type HttpRetriever, type ModuleRetriever, type RetrievalSettings, parseRetriever, parseSettings } from "./settings";
 import {
   type HistoryTurn,
   generatedText,
@@ -208,7 +209,7 @@ export async function retrieve(
 /** The passages of the site's own search (rag.ts), which never throws. */
 async function fromRetriever(
   backends: Backends,
-  retriever: HttpRetriever,
+  retriever: HttpRetriever | ModuleRetriever,
   request: SearchRequest,
   query: string,
   limit: number,
@@ -218,7 +219,10 @@ async function fromRetriever(
     degraded.push("retriever-failed: this Worker has no fetch for a custom retriever; no passages");
     return { passages: [], degraded, query, scores: "retriever" };
   }
-  const found = await httpRetrieve(retriever, { query, question: request.query, siteId: request.site, limit }, backends.retriever);
+  const asked = { query, question: request.query, siteId: request.site, limit };
+  const found = retriever.type === "custom"
+    ? await moduleRetrieve(retriever, asked, backends.retriever)
+    : await httpRetrieve(retriever, asked, backends.retriever);
   return { passages: found.passages, degraded: [...degraded, ...found.degraded], query, scores: "retriever" };
 }
 

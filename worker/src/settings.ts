@@ -59,7 +59,12 @@
  *   knowledge.retrieval.tokenEnv       http: the Worker secret with the bearer token, capitals
  *                                      (never HELPPUFF_*, CLOUDFLARE_*, TEST_* nor one of the
  *                                      Worker's own secrets: RESERVED_SECRETS)
- *   knowledge.retrieval.timeoutMs      http: integer 100..30000 (5000)
+ *   knowledge.retrieval.timeoutMs      http, custom: integer 100..30000 (5000)
+ *   knowledge.retrieval.module         custom: the module's path, ending .ts or .js; the stored
+ *                                      settings hold its absolute path, the key the bundle
+ *                                      registers it by (rag.ts registerRetriever)
+ *   knowledge.retrieval.secrets        custom: the Worker secrets handed to it in ctx.env, each
+ *                                      named as tokenEnv is ([])
  * A retriever that cannot be used (a bad field) is reported and this knowledge base answers.
  *
  * Recrawl requests (`recrawlSecret`, recrawl.ts):
@@ -452,8 +457,16 @@ export interface HttpRetriever {
   timeoutMs: number;
 }
 
+/** knowledge.retrieval "custom": a module's search(request, ctx) bundled into the Worker (rag.ts). */
+export interface ModuleRetriever {
+  type: "custom";
+  module: string; // the key the bundle registered the module by: its path as stored
+  secrets: string[]; // the Worker secrets handed to it in ctx.env
+  timeoutMs: number;
+}
+
 export interface ParsedRetriever {
-  retriever: HttpRetriever | null; // null: this knowledge base
+  retriever: HttpRetriever | ModuleRetriever | null; // null: this knowledge base
   problems: string[]; // one line per field at fault, naming it
 }
 
@@ -466,6 +479,8 @@ export const RESERVED_SECRETS: readonly string[] = Object.freeze([
   "RETELL_API_KEY", "OWNER_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY",
   "OPENAI_BASE_URL", "GEMINI_BASE_URL", "ANTHROPIC_BASE_URL",
 ]);
+/** A module retriever's path: a file ending .ts or .js (helppuff.schema.json says the same). */
+const MODULE_PATH = /^[^\0\n]*[^/\0\n]\.(ts|js)$/u;
 const SECRET_NAME = /^(?!HELPPUFF_|CLOUDFLARE_|TEST_)[A-Z][A-Z0-9_]{0,63}$/u;
 
 /** Whether `name` may name a retriever's token secret. */
@@ -473,7 +488,7 @@ export function isRetrieverSecretName(name: string): boolean {
   return SECRET_NAME.test(name) && !RESERVED_SECRETS.includes(name);
 }
 
-/** knowledge.retrieval from the settings JSON text: the HTTP retriever it names, or null. */
+/** knowledge.retrieval from the settings JSON text: the retriever it names (http or custom), or null. */
 export function parseRetriever(text: string | null): ParsedRetriever {
   const { root, problem } = readBackend(text);
   const knowledge = root["knowledge"];
@@ -486,13 +501,7 @@ export function parseRetriever(text: string | null): ParsedRetriever {
   if (!isObject(retrieval)) return fail("", "must be an object");
   const type = retrieval["type"];
   if (type === "helppuff") return { retriever: null, problems: [] };
-  if (type !== "http") return fail(".type", 'must be "helppuff" or "http"');
-  const url = typeof retrieval["url"] === "string" ? webhookUrlOf(retrieval["url"]) : null;
-  if (url === null) return fail(".url", "must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1])");
-  const tokenEnv = retrieval["tokenEnv"];
-  if (typeof tokenEnv !== "string" || !isRetrieverSecretName(tokenEnv)) {
-    return fail(".tokenEnv", "must be a secret's name in capitals, not HELPPUFF_*, CLOUDFLARE_*, TEST_* nor one of the Worker's own secrets");
-  }
+  if (type !== "http" && type !== "custom") return fail(".type", 'must be "helppuff", "http" or "custom"');
   let timeoutMs = DEFAULT_RETRIEVER_TIMEOUT_MS;
   if ("timeoutMs" in retrieval) {
     const value = retrieval["timeoutMs"];
@@ -501,5 +510,19 @@ export function parseRetriever(text: string | null): ParsedRetriever {
     }
     timeoutMs = value as number;
   }
+  const secretRule = "must be a secret's name in capitals, not HELPPUFF_*, CLOUDFLARE_*, TEST_* nor one of the Worker's own secrets";
+  if (type === "custom") {
+    const module = retrieval["module"];
+    if (typeof module !== "string" || !MODULE_PATH.test(module)) return fail(".module", "must name a .ts or .js file");
+    const secrets = retrieval["secrets"] ?? [];
+    if (!Array.isArray(secrets)) return fail(".secrets", "must be a list of secrets' names");
+    const bad = secrets.findIndex((name: unknown) => typeof name !== "string" || !isRetrieverSecretName(name));
+    if (bad >= 0) return fail(`.secrets.${bad}`, secretRule);
+    return { retriever: { type: "custom", module, secrets: [...new Set(secrets as string[])], timeoutMs }, problems: [] };
+  }
+  const url = typeof retrieval["url"] === "string" ? webhookUrlOf(retrieval["url"]) : null;
+  if (url === null) return fail(".url", "must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1])");
+  const tokenEnv = retrieval["tokenEnv"];
+  if (typeof tokenEnv !== "string" || !isRetrieverSecretName(tokenEnv)) return fail(".tokenEnv", secretRule);
   return { retriever: { type: "http", url, tokenEnv, timeoutMs }, problems: [] };
 }

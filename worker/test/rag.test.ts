@@ -5,23 +5,18 @@
  * one outside edge (its fetch): it records every request exactly as sent and answers as scripted.
  */
 import { env } from "cloudflare:workers";
-import { beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { backendsFromEnv, retrieverSecret } from "../src/bindings";
+import { beforeEach, describe, expect, it } from "vitest";
+import { retrieverSecret } from "../src/bindings";
 import { PASSAGES_OPEN } from "../src/chat/prompt";
-import { handleChat } from "../src/chat/route";
-import type { Passage } from "../src/chunks";
 import type { Backends } from "../src/ports";
 import { MAX_CONTENT_CHARS } from "../src/rag";
-import { handleSearch } from "../src/search";
 import { parseRetriever } from "../src/settings";
-import { seedAcme } from "./acme";
 import { FakeAi, FakeVectorize } from "./fakes";
 import { FakeChatModel } from "./fake-model";
+import { chatShop, retrieverBackends, searchSite, setRetrieval, withRetrieverTables } from "./retriever-routes";
 
 const SEARCH_URL = "https://search.example.com/query";
 const TOKEN = "tok-0123456789";
-const NOW = new Date("2026-11-24T23:30:00Z");
-const SEEDED = "2026-11-20T03:00:00Z";
 
 interface RecordedRequest {
   url: string;
@@ -64,38 +59,20 @@ let retriever: FakeRetriever;
 let model: FakeChatModel;
 
 function backends(secrets: Record<string, string> = { SEARCH_TOKEN: TOKEN }): Backends {
-  const built = backendsFromEnv({ DB: env.DB, VECTORIZE: new FakeVectorize(1024), AI: model, ...secrets } as Parameters<typeof backendsFromEnv>[0]);
-  if (built.retriever === undefined) throw new Error("backendsFromEnv gave no retriever ports");
-  return { ...built, retriever: { ...built.retriever, fetch: retriever.fetch } };
-}
-
-async function setRetrieval(site: string, retrieval: Record<string, unknown>, backend: Record<string, unknown> = {}): Promise<void> {
-  await env.DB.prepare("INSERT OR REPLACE INTO site_settings (site, settings, updated_at) VALUES (?, ?, ?)")
-    .bind(site, JSON.stringify({ backend: { allowNoOrigin: true, ...backend }, knowledge: { retrieval } }), SEEDED)
-    .run();
+  return retrieverBackends({ VECTORIZE: new FakeVectorize(1024), AI: model, ...secrets }, retriever.fetch);
 }
 
 const HTTP = { type: "http", url: SEARCH_URL, tokenEnv: "SEARCH_TOKEN" };
 
 async function search(body: Record<string, unknown>, secrets?: Record<string, string>) {
-  const request = new Request("https://helppuff.test/v1/sites/shop/search", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const response = await handleSearch(request, "shop", { backends: backends(secrets), limiters: { visitor: null, site: null }, now: () => NOW });
-  return { status: response.status, body: (await response.json()) as { passages: Passage[]; degraded: string[]; scores: string; query: string } };
+  return searchSite(backends(secrets), body);
 }
 
-beforeAll(async () => {
-  await seedAcme(env.DB, "acme-crawled", { vectorize: new FakeVectorize(1024) });
-});
+withRetrieverTables();
 
 beforeEach(async () => {
   retriever = new FakeRetriever();
   model = new FakeChatModel();
-  await env.DB.prepare("DELETE FROM site_settings").run();
-  await env.DB.prepare("DELETE FROM knowledge_gaps").run();
   await setRetrieval("shop", HTTP);
 });
 
@@ -200,32 +177,10 @@ describe("a retriever that fails", () => {
 });
 
 describe("the chat", () => {
-  async function chat(question: string) {
-    const request = new Request("https://helppuff.test/v1/sites/shop/chat", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ messages: [{ role: "user", content: question }] }),
-    });
-    const response = await handleChat(request, "shop", { backends: backends(), limiters: { visitor: null, site: null }, now: () => NOW });
-    expect(response.status).toBe(200);
-    const events = (await response.text())
-      .split("\n\n")
-      .filter((block) => block.trim())
-      .map((block) => {
-        const lines = block.split("\n");
-        return {
-          event: lines.find((l) => l.startsWith("event: "))?.slice(7) ?? "",
-          data: JSON.parse(lines.find((l) => l.startsWith("data: "))?.slice(6) ?? "{}") as Record<string, unknown>,
-        };
-      });
-    const system = (model.calls[0]?.inputs["messages"] as Array<{ content: string }> | undefined)?.[0]?.content ?? "";
-    return { events, system };
-  }
-
   it("answers from the retriever's passages and cites them", async () => {
     retriever.script = { body: { passages: [{ title: "Prices", content: "Our callout fee is $99.", url: "https://acme.com/prices" }] } };
     model.say("The callout fee is $99 [1].");
-    const { events, system } = await chat("What is your callout fee?");
+    const { events, system } = await chatShop(backends(), model, "What is your callout fee?");
     expect(system).toContain('<passage n="1" title="Prices" url="https://acme.com/prices">');
     expect(system).toContain("Our callout fee is $99.");
     expect(events.find((e) => e.event === "sources")?.data).toEqual({ sources: [{ n: 1, title: "Prices", url: "https://acme.com/prices" }] });
@@ -234,7 +189,7 @@ describe("the chat", () => {
   it("says it is not sure and offers the callback when the retriever fails, and records no gap", async () => {
     retriever.script = { status: 503, text: "down" };
     model.say("I'm not sure about that. Would you like someone to call you back?");
-    const { events, system } = await chat("What is your callout fee?");
+    const { events, system } = await chatShop(backends(), model, "What is your callout fee?");
     expect(system).not.toContain(PASSAGES_OPEN);
     expect((model.calls[0]?.inputs["tools"] as Array<{ function: { name: string } }>)[0]?.function.name).toBe("request_callback");
     expect(events.map((e) => e.event)).not.toContain("error");
@@ -246,15 +201,7 @@ describe("the chat", () => {
 describe("the settings and the secret", () => {
   it("a retriever that cannot be used is reported and this knowledge base answers", async () => {
     await setRetrieval("acme-crawled", { type: "http", url: "http://search.example.com/q", tokenEnv: "SEARCH_TOKEN" });
-    const { body } = await (async () => {
-      const request = new Request("https://helppuff.test/v1/sites/acme-crawled/search", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ query: "blocked drain price" }),
-      });
-      const response = await handleSearch(request, "acme-crawled", { backends: { ...backends(), ai: new FakeAi() }, limiters: { visitor: null, site: null }, now: () => NOW });
-      return { body: (await response.json()) as { passages: Passage[]; degraded: string[]; scores: string } };
-    })();
+    const { body } = await searchSite({ ...backends(), ai: new FakeAi() }, { query: "blocked drain price" }, "acme-crawled");
     expect(retriever.requests).toEqual([]);
     expect(body.scores).not.toBe("retriever");
     expect(body.passages.length).toBeGreaterThan(0);
