@@ -1,22 +1,30 @@
-"""Fit the local relevance model's weights (helppuff_crawl/local/relevance.py) on the fixture sites.
+"""Fit the local relevance model's weights (helppuff_crawl/local/relevance.py) on the fixture sites,
+and measure it on the other question sets beside the model it replaced.
 
     .venv/bin/python bench/relevance_calibration.py [--sites acme-plumbing,northside-dental]
+                                                    [--measure SITE,...] [--render-js auto]
 
-1. Crawls each fixture site of tests/sites that has a question set (default: acme-plumbing and
-   northside-dental, never the sets about the real shared sites, which bench/retrieval.py
-   measures) with `helppuff crawl` on multilingual-e5-small into a temporary knowledge base.
-2. For every question of the sets, answerable and unanswerable, reads the two features the
-   relevance model reads (e5 cosine of query and context, share of the query's words in the
-   context) for the chunks a reranker would be shown: the site's top 10 by cosine and its top 10
-   by word share (the Worker reranks the top 10 of its fused vector and keyword lists). The
-   context is what the Worker sends a reranker (worker/src/rerank.ts rerankContext: the heading
-   path, a newline, the text, cut at 2,048 characters). A pair is relevant when the chunk's page
-   is one of the question's answer pages.
-3. Fits a logistic regression (Newton's method, a small L2 penalty) and prints the weights to put
-   in relevance.py, the log loss, how the fitted probabilities sort the pairs (per probability
-   band, pairs and the share that were relevant: a calibrated model's shares match its bands),
-   and, per threshold, the questions that keep a passage: the answerable ones that keep one and
-   the unanswerable ones that keep none (what `minScore` decides).
+1. Crawls each site of the fitting sets (default: the fixture sites acme-plumbing and
+   northside-dental, never the sets about the real shared sites) and of the measured sets (default:
+   every other set in bench/questions/ whose site can be served, as bench/retrieval.py serves it)
+   with `helppuff crawl` on multilingual-e5-small into a temporary knowledge base, rendering as the
+   crawl does by default (`auto`).
+2. For every question, answerable and unanswerable, reads the relevance model's two features (the
+   best sentence cosine, the word share) for the chunks a reranker would be shown: the site's top 10
+   by the whole context's cosine and its top 10 by word share (the Worker reranks the top 10 of its
+   fused vector and keyword lists). The context is what the Worker sends a reranker
+   (worker/src/rerank.ts rerankContext: the heading path, a newline, the text, cut at 2,048
+   characters). A pair is relevant when the chunk's page is one of the question's answer pages.
+3. Fits a logistic regression on the fitting sets' pairs only (Newton's method, a small L2 penalty)
+   and prints the weights to put in relevance.py, the log loss, and how the fitted probabilities
+   sort the pairs (per probability band, pairs and the share that were relevant: a calibrated
+   model's shares match its bands).
+4. On the fitting sets, and then on the measured sets (never fitted on), prints per threshold what
+   `minScore` decides, for the fitted model and for the one before it (the whole context's cosine
+   and the exact word share, weights of 2026-12-01, kept here): hit@1 and hit@4 over the kept
+   passages, the answerable questions that keep a passage and the unanswerable ones that keep
+   none; and the separability of the two groups by their best score (the chance that an answerable
+   question's best passage outscores an unanswerable one's), which no threshold can exceed.
 
 Not a test. The question sets are the ones written before any measurement (bench/questions/).
 """
@@ -25,8 +33,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +45,61 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.retrieval import QUESTIONS_DIR, SITES_DIR, crawl, page_path  # noqa: E402
+from bench.retrieval import QUESTIONS_DIR, crawl, page_path, site_server  # noqa: E402
 from helppuff_crawl.local.ai import E5_MODEL  # noqa: E402
 from helppuff_crawl.local.cloud import LocalCloud  # noqa: E402
-from helppuff_crawl.local.relevance import E5Relevance, rerank_context  # noqa: E402
-from tests.sitesserver import SiteServer  # noqa: E402
+from helppuff_crawl.local.relevance import (  # noqa: E402
+    _WORD,
+    PASSAGE_PREFIX,
+    E5Relevance,
+    query_words,
+    rerank_context,
+)
+
+FITTED_ON = ("acme-plumbing", "northside-dental")
+# The model before this one: the whole context's cosine and the exact word share (fitted the same way).
+PREVIOUS = (23.7797, 3.0021, -22.2224)
+THRESHOLDS = (0.1, 0.15, 0.2, 0.25, 0.3)
+
+
+@dataclass
+class Pair:
+    question: str  # "<site>#<n>"
+    answerable: bool
+    relevant: int
+    cosine: float  # best sentence cosine (the model's feature)
+    share: float  # word share (the model's feature)
+    whole_cosine: float  # the previous model's features
+    exact_share: float
+
+
+def exact_share(words: list[str], context: str) -> float:
+    wanted = set(words)
+    return len(wanted & set(_WORD.findall(context.lower()))) / len(wanted) if wanted else 0.0
+
+
+def site_pairs(cloud: LocalCloud, site: str, site_url: str, data: dict, relevance: E5Relevance) -> list[Pair]:
+    db = cloud.database(cloud.database_named("helppuff"))
+    chunks = db.query([("SELECT url, heading_path, text FROM chunks WHERE site = ?", [site])])[0]["results"]
+    contexts = [rerank_context(json.loads(c["heading_path"]), c["text"]) for c in chunks]
+    paths = [page_path(c["url"], site_url) for c in chunks]
+    embedder = relevance.embedder
+    whole = np.asarray(embedder.embed([f"{PASSAGE_PREFIX}{c}" for c in contexts])[0], dtype=np.float32)
+    relevance.warm(contexts)
+    asked = [(item["q"], {a.rstrip("/") or "/" for a in item["answers"]}) for item in data["questions"]]
+    asked += [(question, set()) for question in data.get("unanswerable", [])]
+    pairs = []
+    for n, (question, answers) in enumerate(asked):
+        query = np.asarray(embedder.embed([f"query: {question}"])[0][0], dtype=np.float32)
+        cosines = whole @ query
+        words = query_words(question)
+        exact = np.asarray([exact_share(words, c) for c in contexts])
+        shown = sorted(set(np.argsort(-cosines)[:10]) | set(np.lexsort((-cosines, -exact))[:10]))
+        best, shares = relevance.features(question, [contexts[i] for i in shown])
+        for k, i in enumerate(shown):
+            pairs.append(Pair(f"{site}#{n}", bool(answers), int(paths[i] in answers), float(best[k]),
+                              float(shares[k]), float(cosines[i]), float(exact[i])))
+    return pairs
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, rounds: int = 50) -> np.ndarray:
@@ -56,41 +117,68 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, rounds: int = 50) -> np.
     return w
 
 
+def logistic(weights: tuple[float, float, float], cosine: float, share: float) -> float:
+    return 1 / (1 + math.exp(-(weights[0] * cosine + weights[1] * share + weights[2])))
+
+
+def measure(label: str, pairs: list[Pair], score: Callable[[Pair], float]) -> None:
+    """Per threshold: hit@1, hit@4, answerable with a passage, unanswerable with none; and separability."""
+    by: dict[str, list[tuple[float, Pair]]] = {}
+    for pair in pairs:
+        by.setdefault(pair.question, []).append((score(pair), pair))
+    ranked = [sorted(items, key=lambda item: -item[0]) for items in by.values()]
+    answerable = [items for items in ranked if items[0][1].answerable]
+    unanswerable = [items for items in ranked if not items[0][1].answerable]
+    best_a = np.asarray([items[0][0] for items in answerable])
+    best_u = np.asarray([items[0][0] for items in unanswerable])
+    separability = float(np.mean([(a > u) + 0.5 * (a == u) for a in best_a for u in best_u])) if len(best_u) else float("nan")
+    print(f"\n{label}: {len(answerable)} answerable, {len(unanswerable)} unanswerable questions; "
+          f"separability of their best scores {separability:.3f}")
+    print(f"{'minScore':>9}{'hit@1':>8}{'hit@4':>8}{'answerable, a passage':>24}{'unanswerable, none':>21}")
+    for threshold in THRESHOLDS:
+        kept = [[pair.relevant for s, pair in items if s >= threshold][:4] for items in answerable]
+        hit1 = sum(bool(k) and k[0] for k in kept) / len(kept)
+        hit4 = sum(any(k) for k in kept) / len(kept)
+        found = sum(bool(k) for k in kept)
+        none = sum(items[0][0] < threshold for items in unanswerable)
+        print(f"{threshold:>9.2f}{hit1:>8.3f}{hit4:>8.3f}{found:>17}/{len(kept):<6}{none:>14}/{len(unanswerable)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sites", default="acme-plumbing,northside-dental")
+    parser.add_argument("--sites", default=",".join(FITTED_ON), help="the sets to fit on")
+    parser.add_argument("--measure", default="", help="the sets to measure on (default: every other one that can be served)")
+    parser.add_argument("--render-js", default="auto", choices=("auto", "always", "never"))
     args = parser.parse_args()
-    rows: list[tuple[float, float, int]] = []
-    questions: list[tuple[str, bool]] = []  # per row: its question, and whether the site answers it
+    fitting = [s for s in args.sites.split(",") if s]
+    measured = [s for s in args.measure.split(",") if s] or [
+        p.stem for p in sorted(QUESTIONS_DIR.glob("*.json")) if p.stem not in fitting]
+    pairs: dict[str, list[Pair]] = {}
     with tempfile.TemporaryDirectory(prefix="helppuff-calibration-") as tmp:
         data_dir = Path(tmp) / "kb"
-        cloud = None
-        for site in [s for s in args.sites.split(",") if s]:
+        cloud: LocalCloud | None = None
+        relevance: E5Relevance | None = None
+        for site in fitting + [s for s in measured if s not in fitting]:
             data = json.loads((QUESTIONS_DIR / f"{site}.json").read_text(encoding="utf-8"))
-            with SiteServer(SITES_DIR / site) as server:
-                print(f"{site}: {crawl(server.url, site, data_dir, E5_MODEL)}")
+            server = site_server(data["site"])
+            if isinstance(server, str):
+                if site in fitting:
+                    raise SystemExit(f"{site}: cannot be served: {server}")
+                print(f"{site}: left out ({server})")
+                continue
+            with server:
+                print(f"{site}: {crawl(server.url, site, data_dir, E5_MODEL, render_js=args.render_js)}", flush=True)
                 url = server.url
             cloud = cloud or LocalCloud(data_dir)
-            db = cloud.database(cloud.database_named("helppuff"))
-            chunks = db.query([("SELECT url, heading_path, text FROM chunks WHERE site = ?", [site])])[0]["results"]
-            contexts = [rerank_context(json.loads(c["heading_path"]), c["text"]) for c in chunks]
-            paths = [page_path(c["url"], url) for c in chunks]
-            relevance = E5Relevance(cloud.ai.models[E5_MODEL])
-            relevance.warm(contexts)
-            asked = [(item["q"], {a.rstrip("/") or "/" for a in item["answers"]}) for item in data["questions"]]
-            asked += [(question, set()) for question in data.get("unanswerable", [])]
-            for n, (question, answers) in enumerate(asked):
-                cosines, shares = relevance.features(question, contexts)
-                shown = set(np.argsort(-cosines)[:10]) | set(np.lexsort((-cosines, -shares))[:10])
-                rows += [(float(cosines[i]), float(shares[i]), int(paths[i] in answers)) for i in sorted(shown)]
-                questions += [(f"{site}#{n}", bool(answers))] * len(shown)
-            print(f"{site}: {len(chunks)} chunks, {len(asked)} questions")
-    x = np.asarray([(c, s) for c, s, _ in rows])
-    y = np.asarray([label for _, _, label in rows], dtype=float)
+            relevance = relevance or E5Relevance(cloud.ai.models[E5_MODEL])
+            pairs[site] = site_pairs(cloud, site, url, data, relevance)
+    train = [pair for site in fitting for pair in pairs[site]]
+    x = np.asarray([(p.cosine, p.share) for p in train])
+    y = np.asarray([p.relevant for p in train], dtype=float)
     w = fit(x, y)
     p = 1 / (1 + np.exp(-(x @ w[:2] + w[2])))
     loss = float(-np.mean(y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12)))
-    print(f"\n{len(rows)} pairs, {int(y.sum())} relevant; log loss {loss:.4f} (a constant guess: "
+    print(f"\n{len(train)} pairs, {int(y.sum())} relevant; log loss {loss:.4f} (a constant guess: "
           f"{float(-np.mean(y * np.log(y.mean()) + (1 - y) * np.log(1 - y.mean()))):.4f})")
     print(f"WEIGHT_COSINE = {w[0]:.4f}\nWEIGHT_WORDS = {w[1]:.4f}\nBIAS = {w[2]:.4f}")
     print(f"{'probability':>14}{'pairs':>8}{'relevant':>10}")
@@ -98,18 +186,14 @@ def main() -> None:
         band = (p >= low) & (p < high)
         share = f"{y[band].mean():.3f}" if band.any() else "-"
         print(f"{low:>6.2f}-{min(high, 1):<7.2f}{int(band.sum()):>8}{share:>10}")
-    best: dict[str, tuple[bool, float]] = {}
-    for (key, answerable), probability in zip(questions, p):
-        best[key] = (answerable, max(probability, best.get(key, (answerable, 0.0))[1]))
-    answerable = [value for ok, value in best.values() if ok]
-    unanswerable = [value for ok, value in best.values() if not ok]
-    print(f"\nPer question, its best passage's probability against a threshold "
-          f"({len(answerable)} answerable, {len(unanswerable)} unanswerable):")
-    print(f"{'threshold':>10}{'answerable, a passage':>24}{'unanswerable, none':>21}")
-    for threshold in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5):
-        kept = sum(value >= threshold for value in answerable) / len(answerable)
-        none = sum(value < threshold for value in unanswerable) / len(unanswerable)
-        print(f"{threshold:>10.2f}{kept:>24.3f}{none:>21.3f}")
+    fitted = (float(w[0]), float(w[1]), float(w[2]))
+    held_out = [pair for site in measured if site in pairs and site not in fitting for pair in pairs[site]]
+    for label, group in ((f"fitted on ({', '.join(fitting)})", train), ("measured on, never fitted on", held_out)):
+        if not group:
+            continue
+        measure(f"{label}, this model", group, lambda pair: logistic(fitted, pair.cosine, pair.share))
+        measure(f"{label}, the previous model", group,
+                lambda pair: logistic(PREVIOUS, pair.whole_cosine, pair.exact_share))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
    single-page app's fallback, its 404.html). A set whose site is in neither is left out, and
    said so; so are the shared sites' sets when ../shared/data/sites is absent.
 2. For each embedding model of `--models` (default: the local cloud's default), crawls every site
-   with `helppuff crawl` (a child process, rendering off, HELPPUFF_EMBED_MODEL set) into a
+   with `helppuff crawl` (a child process, rendering as by default, HELPPUFF_EMBED_MODEL set) into a
    knowledge base of that model's own, the set's site as the site id, then checks each set's
    answer paths against the paths of the pages the crawl learned: one never learned is printed
    with its page's status (a crawl miss, or a wrong path in the set). Paths are compared without a
@@ -154,12 +154,14 @@ def check_models(names: list[str]) -> list[str]:
     return names
 
 
-def crawl(site_url: str, site: str, data_dir: Path, model: str) -> str:
-    """Crawl `site` into `data_dir` with `model`; its first line of output (a failed run is said, not fatal)."""
+def crawl(site_url: str, site: str, data_dir: Path, model: str, render_js: str = "auto") -> str:
+    """Crawl `site` into `data_dir` with `model`, rendering as the crawl does by default (`auto`: a
+    page whose main content its own scripts build is rendered in Chromium); its first line of
+    output (a failed run is said, not fatal)."""
     env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": "",
            "HELPPUFF_EMBED_MODEL": model}
     helppuff = str(Path(sys.executable).parent / "helppuff")
-    result = subprocess.run([helppuff, "crawl", site_url, "--site", site, "--render-js", "never"],
+    result = subprocess.run([helppuff, "crawl", site_url, "--site", site, "--render-js", render_js],
                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if result.returncode not in (0, 1) or not result.stdout.strip():
         raise SystemExit(f"the crawl of {site} failed:\n{result.stdout}\n{result.stderr}")
@@ -527,7 +529,7 @@ def measure_model(model: str, sites: list[tuple[QuestionSet, str]], data_dir: Pa
         # a served site, not the first minutes after a start.
         started = time.perf_counter()
         warmed = dev.warm_relevance(batch=32)
-        print(f"(the local relevance model read {warmed} chunks in {time.perf_counter() - started:.0f} s)")
+        print(f"(the local relevance model read the chunks, {warmed} sentences, in {time.perf_counter() - started:.0f} s)")
         with httpx.Client(timeout=120.0, trust_env=False) as client:
             for qset, url in sites:
                 measure_set(client, dev, model, qset, url, not_sure, measured)

@@ -8,8 +8,10 @@ import pytest
 from helppuff_crawl.local.ai import E5_MODEL, LocalAI
 from helppuff_crawl.local.errors import AIError
 from helppuff_crawl.local.relevance import (
+    MAX_UNITS,
     RELEVANCE_MODEL,
     E5Relevance,
+    context_units,
     probability,
     query_words,
     rerank_context,
@@ -77,31 +79,65 @@ class _Counting(HashModel):
         return super().embed(texts)
 
 
-def test_contexts_are_embedded_once_as_passages() -> None:
+def test_sentences_are_embedded_once_as_passages() -> None:
     model = _Counting()
     ranker = E5Relevance(model)
-    assert ranker.warm(CONTEXTS[:2]) == 2
+    units = [unit for text in CONTEXTS[:2] for unit in context_units(text)]
+    assert ranker.warm(CONTEXTS[:2]) == len(units)
     ranker.run({"query": "open saturday", "contexts": [{"text": t} for t in CONTEXTS]})
     ranker.run({"query": "hot water", "contexts": [{"text": t} for t in CONTEXTS]})
     passages = [t for t in model.texts if t.startswith("passage: ")]
-    assert sorted(passages) == sorted(f"passage: {t}" for t in CONTEXTS)
+    every = [unit for text in CONTEXTS for unit in context_units(text)]
+    assert sorted(passages) == sorted(f"passage: {unit}" for unit in every)
     assert [t for t in model.texts if t.startswith("query: ")] == ["query: open saturday", "query: hot water"]
 
 
 def test_the_cache_is_bounded() -> None:
     model = _Counting()
     ranker = E5Relevance(model, cache_size=2)
-    ranker.warm(CONTEXTS)
+    ranker.warm(CONTEXTS)  # one sentence each: the last two stay
     ranker.warm(CONTEXTS[2:])  # still cached: the newest
     ranker.warm(CONTEXTS[:1])  # evicted: embedded again
     assert len([t for t in model.texts if t.startswith("passage: ")]) == 4
 
 
+def test_context_units_are_its_sentences_after_its_first_line() -> None:
+    context = ("Prices › Pastry\nEgg Tart $2.99. Pineapple Bun $2.79!\n- Mochi, three flavours $2.99\n\n"
+               "| Cake | $5.99 |\nMenu")
+    assert context_units(context) == [
+        "Prices › Pastry: Egg Tart $2.99.",
+        "Prices › Pastry: Pineapple Bun $2.79!",
+        "Prices › Pastry: Mochi, three flavours $2.99",
+        "Prices › Pastry: Cake | $5.99",
+    ]  # "Menu" is too short to be a sentence of its own
+    assert context_units("One line, no body at all") == ["One line, no body at all"]
+    assert context_units("Heading\nshort") == ["Heading\nshort"]
+    assert len(context_units("H\n" + "A sentence of some length. " * 100)) == MAX_UNITS
+
+
+def test_the_best_sentence_counts_not_the_whole_passage() -> None:
+    # One sentence answers; the passage's other sentences are about something else.
+    ai = LocalAI()
+    filler = " ".join(f"Our {thing} is made fresh every morning by our team." for thing in
+                      ("bread", "cake", "coffee", "tea", "juice", "soup", "salad", "pastry"))
+    answer = f"About us\n{filler} Parking is free behind the shop on Smith Street."
+    other = "Contact\nCall us on 03 9999 1234 or write to hello@example.com."
+    response = ai.run(RELEVANCE_MODEL, {"query": "is there parking", "contexts": [{"text": answer}, {"text": other}]})
+    scores = {entry["id"]: entry["score"] for entry in response["response"]}
+    assert scores[0] > 0.2 > scores[1]
+
+
 def test_features_and_probability() -> None:
     assert query_words("What are the opening hours for Saturday?") == ["opening", "hours", "saturday"]
     assert word_share(["opening", "hours"], "Our opening hours: 8-5") == 1.0
-    assert word_share(["opening", "hours"], "Open at 8") == 0.0
+    assert word_share(["opening", "hours"], "Closed at 8") == 0.0
+    assert word_share(["opening", "hours"], "Open at 8") == 0.5  # "open" is inside "opening"
     assert word_share([], "anything") == 0.0
+    # A word inside a longer one (4+ letters each), or the same first five letters (a typo after them).
+    assert word_share(["open"], "We are opening soon") == 1.0
+    assert word_share(["zahnschmerzen"], "Bei Schmerzen rufen Sie an") == 1.0
+    assert word_share(["donnerstg"], "Donnerstag 8-12 Uhr") == 1.0
+    assert word_share(["car"], "a carport") == 0.0  # 3 letters: the word itself only
     assert probability(0.95, 1.0) > probability(0.95, 0.0) > probability(0.75, 0.0)
     assert 0.0 < probability(0.0, 0.0) < probability(1.0, 1.0) < 1.0
 

@@ -429,13 +429,14 @@ class DevServer:
     def _warm_relevance_then_say(self) -> None:
         count = self.warm_relevance()
         try:
-            self.output(f"{RELEVANCE_READY} the local relevance model has read {count} new chunks")
+            self.output(f"{RELEVANCE_READY} the local relevance model has read the served chunks ({count} new sentences)")
         except Exception:
             logger.debug("Could not pass on the relevance line", exc_info=True)
 
     def warm_relevance(self, batch: int = 4) -> int:
-        """Embed every served chunk's reranker context for the local relevance model, `batch` at a
-        time (the model is free between batches for the Worker's own calls); the number embedded.
+        """Embed the sentences of every served chunk's reranker context for the local relevance
+        model, `batch` at a time (the model is free between batches for the Worker's own calls);
+        the number of sentences embedded.
 
         Until a chunk is in, a question whose candidates include it may wait past the Worker's
         reranker timeout and be answered in fused order (`reranker-timeout` in `degraded`).
@@ -454,7 +455,7 @@ class DevServer:
         except Exception:
             logger.exception("Could not prepare the local relevance model")
             return 0
-        logger.info("The local relevance model has read %d chunks", count)
+        logger.info("The local relevance model has read the served chunks: %d new sentences", count)
         return count
 
     def _read_output(self) -> None:

@@ -4,26 +4,34 @@ No cross-encoder ships in any package this project may use, so the local cloud s
 with what it has: multilingual-e5-small (helppuff_crawl/local/ai.py E5Embedder). For a query and
 each context it reads two things,
 
-- the cosine of the query (in e5's "query: " form) and the context (in its "passage: " form);
+- the best cosine of the query (in e5's "query: " form) and one of the context's sentences (in its
+  "passage: " form; `context_units`: each sentence, list item or line of the body after the
+  context's first line, its heading path, as "<first line>: <sentence>"). A passage's one sentence
+  that answers is not drowned by the rest of it, as it is in the whole passage's cosine;
 - the share of the query's words (lower-cased, letters and digits, 3 or more characters, a few
-  English and German stop words left out) that the context contains;
+  English and German stop words left out) that the context contains, a word counting when the
+  context has it, a word containing it or contained in it (4 or more characters each: "open" and
+  "opening", German compounds) or one with the same first five letters (a typo after them:
+  "donnerstg");
 
 and turns them into a probability of relevance, 0..1, with a logistic function whose weights
 were fitted on the question sets about the project's own fixture sites (bench/questions/
 acme-plumbing.json and northside-dental.json; for each question the chunks a reranker would be
 shown, a context counting as relevant when its page is one of the question's answer pages; the
-unanswerable questions give only irrelevant ones) by bench/relevance_calibration.py, never on the sets about the real sites that bench/retrieval.py
-measures. So `minScore` (0.2 by default, settings.ts) means here what it means for Cloudflare's
-bge-reranker-base: the least probability of relevance kept.
+unanswerable questions give only irrelevant ones) by bench/relevance_calibration.py, never on the
+sets about the real sites, which that script and bench/retrieval.py measure it on. So `minScore`
+(0.2 by default, settings.ts) means here what it means for Cloudflare's bge-reranker-base: the least
+probability of relevance kept.
 
 Input and output are @cf/baai/bge-reranker-base's (its Workers AI schema):
 
     {"query": "...", "contexts": [{"text": "..."}, ...], "top_k"?: n}
         ->  {"response": [{"id": <index in contexts>, "score": 0..1}, ...]}   best first
 
-Embedding every context anew would take seconds per question on a CPU, so context vectors are
-kept by their text (an LRU of CACHE_SIZE texts): the same chunks come back question after
-question. `warm(texts)` fills it ahead, as `helppuff serve` does for the chunks it serves.
+Embedding every sentence anew would take seconds per question on a CPU, so sentence vectors are
+kept by their text (an LRU of CACHE_SIZE sentences, as float16): the same chunks come back
+question after question. `warm(texts)` fills it ahead, as `helppuff serve` does for the chunks it
+serves.
 """
 
 from __future__ import annotations
@@ -41,21 +49,27 @@ from helppuff_crawl.config.contract import HEADING_SEPARATOR
 from helppuff_crawl.local.errors import AIError
 
 RELEVANCE_MODEL = "@local/e5-relevance"  # as helppuff_crawl/schema/models.json lists it
-CACHE_SIZE = 20_000  # context vectors kept (384 floats each: about 30 MB)
+CACHE_SIZE = 100_000  # sentence vectors kept (384 float16 each: about 77 MB)
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "  # e5's input forms (local/ai.py reads them off)
 RERANK_MAX_CHARS = 2048  # worker/src/rerank.ts: RERANK_MAX_TOKENS (512) at 4 characters a token
+UNIT_MIN_CHARS = 12  # shorter pieces ("Menu", "$2.99") are not sentences of their own
+MAX_UNITS = 24  # sentences read per context (a 2,048-character context has about 15)
 
-# Fitted by bench/relevance_calibration.py on 2026-12-01: 1,796 (question, chunk) pairs of the two
-# fixture sites (each question's top 10 chunks by cosine and by word share), 346 relevant; log loss
-# 0.385 against 0.490 for a constant guess. Per band of fitted probability, the share relevant
-# was 0.05 (0-0.05), 0.08 (0.05-0.1), 0.16 (0.1-0.2), 0.25 (0.2-0.4), 0.43 (0.4-0.6), 0.79
-# (0.6-0.8), 0.96 (0.8-1). At minScore 0.2, 85% of the 113 answerable questions keep a passage
-# and 77% of the 30 unanswerable ones keep none (at 0.15: 91% and 60%; at 0.3: 79% and 87%).
-WEIGHT_COSINE = 23.7797
-WEIGHT_WORDS = 3.0021
-BIAS = -22.2224
+# Fitted by bench/relevance_calibration.py on 2026-12-01: 1,800 (question, chunk) pairs of the two
+# fixture sites (each question's top 10 chunks by the whole context's cosine and by word share), 345
+# relevant; log loss 0.367 against 0.489 for a constant guess (the model before, the whole context's
+# cosine and the exact word share: 0.385). Per band of fitted probability, the share relevant was
+# 0.03 (0-0.05), 0.10 (0.05-0.1), 0.13 (0.1-0.2), 0.27 (0.2-0.4), 0.44 (0.4-0.6), 0.78 (0.6-0.8),
+# 0.94 (0.8-1). On the four real sites' sets, never fitted on (150 answerable, 34 unanswerable), at
+# minScore 0.2: hit@1 0.493 (0.467 before), 79 answerable questions keep a passage (79), 29
+# unanswerable ones keep none (28); an answerable question's best passage outscores an unanswerable
+# one's with a chance of 0.716 (0.673), which bounds what any threshold can do.
+WEIGHT_COSINE = 31.4790
+WEIGHT_WORDS = 2.6632
+BIAS = -29.2525
 
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|\n+")
 _STOPWORDS = frozenset(
     "the and for are you your our can what when where which who how does did with from that this "
     "have has there their they them was were will would could should about any all much many not "
@@ -77,17 +91,43 @@ def query_words(text: str) -> list[str]:
     return [word for word in _WORD.findall(text.lower()) if word not in _STOPWORDS]
 
 
+def context_units(context: str) -> list[str]:
+    """The pieces of a context whose cosines are read: each sentence, list item or line of the body
+    (what follows the first line), after the first line (the heading path the Worker puts there) as
+    "<first line>: <sentence>"; the whole context when it has no such piece. At most MAX_UNITS."""
+    first, _, body = context.partition("\n")
+    units = []
+    for piece in _SENTENCE_BREAK.split(body):
+        piece = piece.strip(" -*|#\t")
+        if len(piece) >= UNIT_MIN_CHARS:
+            units.append(f"{first}: {piece}" if first else piece)
+    return units[:MAX_UNITS] or [context]
+
+
+def _matches(word: str, found: set[str]) -> bool:
+    if word in found:
+        return True
+    for other in found:
+        if len(word) >= 4 and len(other) >= 4 and (word in other or other in word):
+            return True
+        if len(word) >= 5 and len(other) >= 5 and word[:5] == other[:5]:
+            return True
+    return False
+
+
 def word_share(words: Sequence[str], context: str) -> float:
-    """Share of distinct `words` found in `context` (as words, lower-cased); 0 without words."""
+    """Share of distinct `words` the context matches (`_matches`: the word, one containing it or
+    contained in it, or one with its first five letters); 0 without words."""
     wanted = set(words)
     if not wanted:
         return 0.0
     found = set(_WORD.findall(context.lower()))
-    return len(wanted & found) / len(wanted)
+    return sum(_matches(word, found) for word in wanted) / len(wanted)
 
 
 def probability(cosine: float, share: float) -> float:
-    """The calibrated probability of relevance for one (query, context)."""
+    """The calibrated probability of relevance for one (query, context): its best sentence cosine
+    and its word share."""
     z = WEIGHT_COSINE * cosine + WEIGHT_WORDS * share + BIAS
     return 1.0 / (1.0 + math.exp(-z))
 
@@ -101,39 +141,45 @@ class E5Relevance:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def context_vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """Each text's "passage: " vector, from the cache or embedded now (then kept)."""
+    def unit_vectors(self, units: Sequence[str]) -> np.ndarray:
+        """Each sentence's "passage: " vector, from the cache or embedded now (then kept)."""
         with self._lock:
-            known = {text: self._cache[text] for text in texts if text in self._cache}
-            for text in known:
-                self._cache.move_to_end(text)
-        missing = list(dict.fromkeys(text for text in texts if text not in known))
+            known = {unit: self._cache[unit] for unit in units if unit in self._cache}
+            for unit in known:
+                self._cache.move_to_end(unit)
+        missing = list(dict.fromkeys(unit for unit in units if unit not in known))
         if missing:
-            vectors, _ = self.embedder.embed([f"{PASSAGE_PREFIX}{text}" for text in missing])
+            vectors, _ = self.embedder.embed([f"{PASSAGE_PREFIX}{unit}" for unit in missing])
             with self._lock:
-                for text, vector in zip(missing, vectors, strict=True):
-                    known[text] = self._cache[text] = vector
+                for unit, vector in zip(missing, vectors, strict=True):
+                    known[unit] = self._cache[unit] = np.asarray(vector, dtype=np.float16)
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
-        if not texts:
+        if not units:
             return np.zeros((0, self.embedder.dimensions), dtype=np.float32)
-        return np.stack([known[text] for text in texts])
+        return np.stack([known[unit] for unit in units]).astype(np.float32)
 
     def warm(self, texts: Sequence[str], batch: int = 32) -> int:
-        """Embed the texts not cached yet, `batch` at a time; the number embedded."""
+        """Embed the sentences of `texts` not cached yet, `batch` at a time; the number embedded."""
         with self._lock:
-            missing = list(dict.fromkeys(text for text in texts if text and text not in self._cache))
+            missing = list(dict.fromkeys(
+                unit for text in texts if text for unit in context_units(text) if unit not in self._cache))
         for start in range(0, len(missing), batch):
-            self.context_vectors(missing[start:start + batch])
+            self.unit_vectors(missing[start:start + batch])
         return len(missing)
 
     def features(self, query: str, contexts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(cosines, word shares) of each context for `query`."""
-        asked = self.embedder.embed([f"{QUERY_PREFIX}{query}"])[0][0]
-        cosines = self.context_vectors(contexts) @ asked if contexts else np.zeros(0, dtype=np.float32)
+        """(best sentence cosines, word shares) of each context for `query`."""
+        asked = np.asarray(self.embedder.embed([f"{QUERY_PREFIX}{query}"])[0][0], dtype=np.float32)
+        pieces = [context_units(context) for context in contexts]
+        vectors = self.unit_vectors([unit for units in pieces for unit in units])
+        cosines, start = [], 0
+        for units in pieces:
+            cosines.append(float((vectors[start:start + len(units)] @ asked).max()))
+            start += len(units)
         words = query_words(query)
-        shares = np.asarray([word_share(words, context) for context in contexts], dtype=np.float32)
-        return cosines.astype(np.float32), shares
+        shares = [word_share(words, context) for context in contexts]
+        return np.asarray(cosines, dtype=np.float32), np.asarray(shares, dtype=np.float32)
 
     def run(self, payload: Any) -> dict[str, Any]:
         """The `result` of POST /ai/run/@local/e5-relevance, refusals as Workers AI words them."""
