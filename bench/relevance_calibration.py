@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -49,10 +50,9 @@ from bench.retrieval import QUESTIONS_DIR, crawl, page_path, site_server  # noqa
 from helppuff_crawl.local.ai import E5_MODEL  # noqa: E402
 from helppuff_crawl.local.cloud import LocalCloud  # noqa: E402
 from helppuff_crawl.local.relevance import (  # noqa: E402
-    _WORD,
+    _STOPWORDS,
     PASSAGE_PREFIX,
     E5Relevance,
-    query_words,
     rerank_context,
 )
 
@@ -73,9 +73,13 @@ class Pair:
     exact_share: float
 
 
-def exact_share(words: list[str], context: str) -> float:
-    wanted = set(words)
-    return len(wanted & set(_WORD.findall(context.lower()))) / len(wanted) if wanted else 0.0
+_PREVIOUS_WORD = re.compile(r"[^\W_]{3,}")  # the previous model's words: no pairs of CJK characters
+
+
+def exact_share(question: str, context: str) -> float:
+    """The previous model's word share: the question's words (stop words left out) found as they are."""
+    wanted = {word for word in _PREVIOUS_WORD.findall(question.lower()) if word not in _STOPWORDS}
+    return len(wanted & set(_PREVIOUS_WORD.findall(context.lower()))) / len(wanted) if wanted else 0.0
 
 
 def site_pairs(cloud: LocalCloud, site: str, site_url: str, data: dict, relevance: E5Relevance) -> list[Pair]:
@@ -92,8 +96,7 @@ def site_pairs(cloud: LocalCloud, site: str, site_url: str, data: dict, relevanc
     for n, (question, answers) in enumerate(asked):
         query = np.asarray(embedder.embed([f"query: {question}"])[0][0], dtype=np.float32)
         cosines = whole @ query
-        words = query_words(question)
-        exact = np.asarray([exact_share(words, c) for c in contexts])
+        exact = np.asarray([exact_share(question, c) for c in contexts])
         shown = sorted(set(np.argsort(-cosines)[:10]) | set(np.lexsort((-cosines, -exact))[:10]))
         best, shares = relevance.features(question, [contexts[i] for i in shown])
         for k, i in enumerate(shown):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -177,6 +178,16 @@ class _Handler(SimpleHTTPRequestHandler):
         return index if index.is_file() else fs_path
 
 
+class _Server(ThreadingHTTPServer):
+    """A client that hangs up mid-answer (a browser cancelling a request it no longer needs) is not
+    an error of the site's: a host logs nothing for it, and neither does this server."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class SiteServer:
     """Serve one folder on 127.0.0.1 (or `host`) in a daemon thread; `url` is its root without a
     trailing slash; `requests` the paths asked for."""
@@ -189,7 +200,7 @@ class SiteServer:
         self.requests: list[str] = []
         handler = partial(_Handler, directory=str(root), routes={**canned, **(routes or {})}, seen=self.requests,
                           domains=domain_pattern(domains), fallback=fallback)
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd = _Server((host, port), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://{host}:{self.port}"

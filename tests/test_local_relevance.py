@@ -16,6 +16,7 @@ from helppuff_crawl.local.relevance import (
     query_words,
     rerank_context,
     word_share,
+    words,
 )
 from tests.fakes import HashModel
 
@@ -138,6 +139,11 @@ def test_features_and_probability() -> None:
     assert word_share(["zahnschmerzen"], "Bei Schmerzen rufen Sie an") == 1.0
     assert word_share(["donnerstg"], "Donnerstag 8-12 Uhr") == 1.0
     assert word_share(["car"], "a carport") == 0.0  # 3 letters: the word itself only
+    # Chinese, Japanese and Korean are written without spaces: their words are pairs of characters.
+    assert words("Egg tart 蛋塔價錢?") == ["egg", "tart", "蛋塔", "塔價", "價錢"]
+    assert query_words("營業時間") == ["營業", "業時", "時間"]
+    assert word_share(query_words("營業時間"), "整週營業時間: 6 AM - 6 PM") == 1.0
+    assert word_share(query_words("蛋塔"), "麻糬 $2.99") == 0.0
     assert probability(0.95, 1.0) > probability(0.95, 0.0) > probability(0.75, 0.0)
     assert 0.0 < probability(0.0, 0.0) < probability(1.0, 1.0) < 1.0
 

@@ -9,7 +9,8 @@ each context it reads two things,
   context's first line, its heading path, as "<first line>: <sentence>"). A passage's one sentence
   that answers is not drowned by the rest of it, as it is in the whole passage's cosine;
 - the share of the query's words (lower-cased, letters and digits, 3 or more characters, a few
-  English and German stop words left out) that the context contains, a word counting when the
+  English and German stop words left out; Chinese, Japanese and Korean as pairs of characters)
+  that the context contains, a word counting when the
   context has it, a word containing it or contained in it (4 or more characters each: "open" and
   "opening", German compounds) or one with the same first five letters (a typo after them:
   "donnerstg");
@@ -68,7 +69,10 @@ WEIGHT_COSINE = 31.4790
 WEIGHT_WORDS = 2.6632
 BIAS = -29.2525
 
-_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+|\n+")
 _STOPWORDS = frozenset(
     "the and for are you your our can what when where which who how does did with from that this "
@@ -86,9 +90,27 @@ def rerank_context(heading_path: Sequence[str], text: str) -> str:
     return full[:RERANK_MAX_CHARS]
 
 
+def words(text: str) -> list[str]:
+    """A text's words, lower-cased: runs of 3 or more letters and digits; Chinese, Japanese and
+    Korean, written without spaces between words, as their overlapping pairs of characters (as
+    search engines index them), "菠蘿包幾錢" as 菠蘿 蘿包 包幾 幾錢."""
+    found = []
+    for token in _TOKEN.findall(text.lower()):
+        if not _CJK.search(token):
+            if len(token) >= 3:
+                found.append(token)
+            continue
+        for run in _CJK_RUN.findall(token):
+            if _CJK.match(run):
+                found += [run[i:i + 2] for i in range(len(run) - 1)] or [run]
+            elif len(run) >= 3:
+                found.append(run)
+    return found
+
+
 def query_words(text: str) -> list[str]:
-    """The query's words that count for the word share: lower-cased, stop words left out."""
-    return [word for word in _WORD.findall(text.lower()) if word not in _STOPWORDS]
+    """The query's words that count for the word share: `words`, stop words left out."""
+    return [word for word in words(text) if word not in _STOPWORDS]
 
 
 def context_units(context: str) -> list[str]:
@@ -115,13 +137,13 @@ def _matches(word: str, found: set[str]) -> bool:
     return False
 
 
-def word_share(words: Sequence[str], context: str) -> float:
-    """Share of distinct `words` the context matches (`_matches`: the word, one containing it or
-    contained in it, or one with its first five letters); 0 without words."""
-    wanted = set(words)
+def word_share(terms: Sequence[str], context: str) -> float:
+    """Share of distinct `terms` (query words) the context matches (`_matches`: the word, one
+    containing it or contained in it, or one with its first five letters); 0 without terms."""
+    wanted = set(terms)
     if not wanted:
         return 0.0
-    found = set(_WORD.findall(context.lower()))
+    found = set(words(context))
     return sum(_matches(word, found) for word in wanted) / len(wanted)
 
 
@@ -177,8 +199,8 @@ class E5Relevance:
         for units in pieces:
             cosines.append(float((vectors[start:start + len(units)] @ asked).max()))
             start += len(units)
-        words = query_words(query)
-        shares = [word_share(words, context) for context in contexts]
+        terms = query_words(query)
+        shares = [word_share(terms, context) for context in contexts]
         return np.asarray(cosines, dtype=np.float32), np.asarray(shares, dtype=np.float32)
 
     def run(self, payload: Any) -> dict[str, Any]:
