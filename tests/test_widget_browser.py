@@ -70,8 +70,9 @@ def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None
         assert seen["focus_after_escape"] == "bubble"
         assert seen["log_aria_live"] == "polite"
 
-        # The site's own words: the emergency page's sentence or the price list's row, cited.
-        first = seen["answer_text"].split("\n")[1]
+        # The site's own words: the emergency page's sentence or the price list's row (the list
+        # quoted whole, its rows under it), cited.
+        first = seen["answer_text"].split("\n• ")[1]
         assert seen["answer_text"].startswith("From the site's pages:\n• ") and "$180" in first, seen["answer_text"]
         assert {f"{site.url}/pricing", f"{site.url}/emergency-plumbing"} & set(seen["source_links"])
         assert "Phone: +61 3 9000 1234" in seen["phone_text"]
