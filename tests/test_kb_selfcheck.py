@@ -123,6 +123,11 @@ def test_the_status_line_names_each_miss() -> None:
              "misses": [{"question": "Do you bulk bill?", "url": "https://x.example/faq", "why": "gone"}]}
     assert status_line(check) == ("self-check: 17/19 FAQ questions find their answer in the top 4 (19 of 25 asked); "
                                   "not: Do you bulk bill? (https://x.example/faq: gone)")
+    lost = [{"question": q, "url": "https://x.example/faq", "why": "its page is no longer learned"}
+            for q in ("Do you bulk bill?", "Is there parking?")]
+    check = {**check, "misses": [*lost, {"question": "Open late?", "url": "https://x.example/", "why": "top 4: ..."}]}
+    assert status_line(check).endswith("; not: Do you bulk bill? Is there parking? (https://x.example/faq: its page is "
+                                       "no longer learned); Open late? (https://x.example/: top 4: ...)")
     assert status_line({"status": "not_run", "reason": "AIError: down"}) == "self-check: not run (AIError: down)"
     assert status_line(None) == "self-check: not run yet"
 
@@ -134,20 +139,23 @@ def test_a_question_that_left_the_site_is_carried_for_three_checks_then_dropped(
     async def scenario() -> list[list[tuple[str, str, int]]]:
         kb = local_kb(tmp_path)
         try:
-            for url, status in (("https://x.example/faq", "ok"), ("https://x.example/old", "gone")):
-                await kb.query("INSERT INTO pages (site, url, status, updated_at) VALUES ('x', ?, ?, 'now')",
-                               [url, status])
+            for url, status, run in (("https://x.example/faq", "ok", "now"), ("https://x.example/old", "gone", "now"),
+                                     ("https://x.example/fees", "unchanged", "before")):
+                await kb.query("INSERT INTO pages (site, url, status, run_id, updated_at) VALUES ('x', ?, ?, ?, 'now')",
+                               [url, status, run])
             await kb.query("INSERT INTO chunks (id, site, url, ordinal, heading_path, text, is_faq, updated_at) "
                            "VALUES ('c1', 'x', 'https://x.example/faq', 0, '[]', '**Do you deliver?**\n\nYes.', 1, "
                            "'now')")
             asked = [{"question": "Open late?", "url": "https://x.example/faq", "source": "faq chunk", "carried": 0},
-                     {"question": "Any parking?", "url": "https://x.example/old", "source": "faq chunk", "carried": 0}]
+                     {"question": "Any parking?", "url": "https://x.example/old", "source": "faq chunk", "carried": 0},
+                     # JSON-LD of a page this (targeted) crawl did not fetch: it still stands.
+                     {"question": "Gap fee?", "url": "https://x.example/fees", "source": "json-ld", "carried": 0}]
             seen = []
             for n in range(CARRY_CHECKS + 1):
                 await kb.query("INSERT INTO self_checks (run_id, site, status, questions, checked_at) "
                                "VALUES (?, 'x', 'done', ?, ?)", [f"r{n}", json.dumps(asked), f"2026-12-01T0{n}"])
                 # The JSON-LD pair a chunk holds is asked once, as the chunk's.
-                questions = await site_questions(kb, "x", [("https://x.example/faq", "Do you deliver?", "Yes.")])
+                questions = await site_questions(kb, "x", [("https://x.example/faq", "Do you deliver?", "Yes.")], "now")
                 seen.append([(q.text, q.source, q.carried) for q in questions])
                 asked = [{"question": q.text, "url": q.url, "source": q.source, "carried": q.carried}
                          for q in questions]
@@ -156,9 +164,11 @@ def test_a_question_that_left_the_site_is_carried_for_three_checks_then_dropped(
             await kb.close()
 
     seen = yield run_async(scenario())
-    assert seen[0] == [("Do you deliver?", "faq chunk", 0), ("Open late?", "earlier", 1), ("Any parking?", "lost", 1)]
-    assert seen[CARRY_CHECKS - 1][1:] == [("Open late?", "earlier", CARRY_CHECKS), ("Any parking?", "lost", CARRY_CHECKS)]
-    assert seen[CARRY_CHECKS] == [("Do you deliver?", "faq chunk", 0)]
+    assert seen[0] == [("Do you deliver?", "faq chunk", 0), ("Open late?", "earlier", 1), ("Any parking?", "lost", 1),
+                       ("Gap fee?", "json-ld", 0)]
+    assert seen[CARRY_CHECKS - 1][1:] == [("Open late?", "earlier", CARRY_CHECKS), ("Any parking?", "lost", CARRY_CHECKS),
+                                          ("Gap fee?", "json-ld", 0)]
+    assert seen[CARRY_CHECKS] == [("Do you deliver?", "faq chunk", 0), ("Gap fee?", "json-ld", 0)]
 
 
 # --- end to end ----------------------------------------------------------------------------------
@@ -221,7 +231,7 @@ def test_questions_whose_answer_page_is_excluded_show_as_misses(crawled, tmp_pat
     shown = run_helppuff(tmp_path, "knowledge", "status", "--site", "dental")
     line = f"self-check: {check['found']}/{check['asked']} FAQ questions find their answer in the top 4; not: "
     assert line in shown.stdout, shown.stdout + shown.stderr
-    assert f"{on_faq[0]} ({url}/faq: its page is no longer learned)" in shown.stdout
+    assert f"not: {' '.join(on_faq)} ({url}/faq: its page is no longer learned)" in shown.stdout
     as_json = run_helppuff(tmp_path, "knowledge", "status", "--site", "dental", "--json")
     (entry,) = json.loads(as_json.stdout)["sites"]
     assert entry["self_check"]["run_id"] == stats["helppuff/run_id"]

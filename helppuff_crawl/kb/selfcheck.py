@@ -116,10 +116,11 @@ def choose(questions: Sequence[Question], cap: int = MAX_QUESTIONS) -> list[Ques
     return chosen[:cap]
 
 
-async def site_questions(kb: KnowledgeBase, site: str, json_ld: Sequence[tuple[str, str, str]]
-                         ) -> list[Question]:
+async def site_questions(kb: KnowledgeBase, site: str, json_ld: Sequence[tuple[str, str, str]],
+                         run_id: str = "") -> list[Question]:
     """The site's FAQ questions now (FAQ chunks, JSON-LD pairs in no chunk), and the last check's that left
-    them (for CARRY_CHECKS checks). `json_ld`: (page URL, question, answer) as the crawl read them."""
+    them (for CARRY_CHECKS checks). `json_ld`: (page URL, question, answer) as the crawl `run_id` read them;
+    the last check's JSON-LD pairs of learned pages that crawl did not fetch (a targeted one) still stand."""
     rows = await kb.query(
         "SELECT c.id, c.url, c.text FROM chunks c JOIN pages p ON p.site = c.site AND p.url = c.url "
         f"WHERE c.site = ? AND c.is_faq = 1 AND p.status IN ({', '.join('?' * len(LEARNED))}) "
@@ -134,8 +135,9 @@ async def site_questions(kb: KnowledgeBase, site: str, json_ld: Sequence[tuple[s
         found[key] = Question(text, row["url"], "faq chunk",
                               (held.chunks if held else frozenset()) | {row["id"]})
     seen = {key for _, key in found}
-    status = {row["url"]: row["status"]
-              for row in await kb.query("SELECT url, status FROM pages WHERE site = ?", [site])}
+    pages = await kb.query("SELECT url, status, run_id FROM pages WHERE site = ?", [site])
+    status = {row["url"]: row["status"] for row in pages}
+    unseen = {row["url"] for row in pages if run_id and row["run_id"] != run_id}  # not fetched by this crawl
     for url, text, _answer in json_ld:
         if _key(text) not in seen and status.get(url) in LEARNED:
             seen.add(_key(text))
@@ -148,7 +150,12 @@ async def site_questions(kb: KnowledgeBase, site: str, json_ld: Sequence[tuple[s
         if _key(text) in seen or url not in status or carried >= CARRY_CHECKS:
             continue
         seen.add(_key(text))
-        questions.append(Question(text, url, "earlier" if status[url] in LEARNED else "lost", carried=carried + 1))
+        if asked["source"] == "json-ld" and url in unseen and status[url] in LEARNED:
+            # A targeted crawl read no JSON-LD from the pages it did not fetch: their pairs still stand.
+            questions.append(Question(text, url, "json-ld"))
+        else:
+            questions.append(Question(text, url, "earlier" if status[url] in LEARNED else "lost",
+                                      carried=carried + 1))
     return questions
 
 
@@ -165,12 +172,12 @@ async def _fingerprint(kb: KnowledgeBase, site: str, model: str, questions: Sequ
 
 
 async def run_check(kb: KnowledgeBase, writer: KnowledgeWriter, site: str,
-                    json_ld: Sequence[tuple[str, str, str]] = ()) -> CheckResult:
+                    json_ld: Sequence[tuple[str, str, str]] = (), run_id: str = "") -> CheckResult:
     """Ask the site's FAQ questions (or reuse the last result when nothing changed); raises on failure."""
     index = await kb.first("SELECT model, namespace FROM site_index WHERE site = ?", [site])
     if index is None:
         return CheckResult("not_run", "the site has no index yet")
-    every = await site_questions(kb, site, json_ld)
+    every = await site_questions(kb, site, json_ld, run_id)
     chosen = choose(every)
     fingerprint = await _fingerprint(kb, site, index["model"], chosen)
     last = await kb.first("SELECT * FROM self_checks WHERE site = ? AND status IN ('done', 'reused') "
@@ -249,7 +256,7 @@ async def self_check(kb: KnowledgeBase, writer: KnowledgeWriter, site: str, embe
             if writer.pending_ids:
                 result = CheckResult("not_run", f"{len(writer.pending_ids)} vector writes not applied yet")
             else:
-                result = await run_check(kb, writer, site, json_ld)
+                result = await run_check(kb, writer, site, json_ld, run["id"] if run else "")
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             logger.warning("The self-check of %s was not run: %s", site, why)
@@ -285,5 +292,9 @@ def status_line(check: dict[str, Any] | None) -> str:
     if check["available"] > check["asked"]:
         line += f" ({check['asked']} of {check['available']} asked)"
     if check["misses"]:
-        line += "; not: " + "; ".join(f"{m['question']} ({m['url']}: {m['why']})" for m in check["misses"])
+        groups: dict[tuple[str, str], list[str]] = {}  # the misses of one page for one reason, together
+        for miss in check["misses"]:
+            groups.setdefault((miss["url"], miss["why"]), []).append(miss["question"])
+        line += "; not: " + "; ".join(f"{' '.join(questions)} ({url}: {why})"
+                                      for (url, why), questions in groups.items())
     return line
