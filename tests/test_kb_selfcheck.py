@@ -209,7 +209,7 @@ def test_an_unchanged_recrawl_reuses_the_last_check_with_no_embedding_call(crawl
     # Every page unchanged: the local AI was not called at all (no page, no question embedded).
     assert stats.get("helppuff/store/status/unchanged", 0) > 0 and not stats.get("helppuff/store/status/ok")
     assert stats.get("helppuff/cloudflare/calls/ai", 0) == 0
-    assert stats.get("helppuff/cloudflare/calls/vectorize", 0) >= 1  # it did look at the index
+    assert stats.get("helppuff/cloudflare/calls/vectorize", 0) >= 1  # the counters are live: the crawl checked its index
 
 
 @pytest_twisted.inlineCallbacks
@@ -278,7 +278,8 @@ def test_a_failing_embedding_model_records_the_check_not_run_and_the_crawl_succe
         calls.append(payload)
         texts = payload.get("text") if isinstance(payload, dict) else None
         if isinstance(texts, list) and not any("\n---\n" in t for t in texts):
-            raise AIError(500, 3040, "fake: the model is out of capacity")
+            # A 4xx, which the client does not retry (a 5xx would be retried, with backoff, 8 times first).
+            raise AIError(400, 3010, "fake: Invalid or incomplete input for the model")
         return real_run(self, model, payload)
 
     monkeypatch.setattr(LocalAI, "run", failing_for_questions)
@@ -288,7 +289,7 @@ def test_a_failing_embedding_model_records_the_check_not_run_and_the_crawl_succe
     assert calls, "the check never reached the local model"
     check = _check(tmp_path / "kb", stats["helppuff/run_id"])
     assert check["status"] == "not_run"
-    assert "3040" in check["reason"] and "out of capacity" in check["reason"]
+    assert "3010" in check["reason"] and "fake: Invalid or incomplete input" in check["reason"]
     assert stats["helppuff/store/self_check"].startswith("not run: ")
     assert "helppuff/store/finish_error" not in stats
     (run,) = kb_rows(tmp_path / "kb", "SELECT status FROM crawl_runs WHERE id = ?", stats["helppuff/run_id"])
