@@ -1,7 +1,8 @@
 """`helppuff knowledge ...`: what the knowledge base holds, and the owner's facts.
 
     helppuff knowledge status [--site S] [--json]     pages by status, chunks, vectors, model, last
-                                                      run, today's usage, and a consistency check
+                                                      run, today's usage, a consistency check, and the
+                                                      last crawl's self-check (its FAQ questions found)
     helppuff knowledge facts list --site S [--json]   the site's facts and who set each
     helppuff knowledge facts set KEY VALUE --site S   set a fact as the owner's (a crawl never
                                                       overwrites it); the facts passage is rebuilt
@@ -351,6 +352,8 @@ def run(args: argparse.Namespace) -> int:
     if args.knowledge_command in ("upload", "files", "remove-file"):
         return _run_files(settings, args)
     if args.knowledge_command == "status":
+        from helppuff_crawl.kb.selfcheck import status_line
+
         report = asyncio.run(status_report(settings, args.site))
         if args.json:
             print(json.dumps(report, indent=2, sort_keys=True))
@@ -363,6 +366,7 @@ def run(args: argparse.Namespace) -> int:
                       f"today {entry['usage_today']['neurons']} neurons")
                 if owner_line := _owner_line(entry["owner"]):
                     print(f"  {owner_line}")
+                print(f"  {status_line(entry['self_check'])}")
         return 0 if all(e["consistency"]["consistent"] for e in report["sites"]) else 1
     if args.facts_command == "set":
         if not args.key.strip() or args.key.startswith("_"):

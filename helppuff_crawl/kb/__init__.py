@@ -8,6 +8,7 @@ client that reaches it, on Cloudflare or in the local cloud):
     writer.py         chunks and their vectors, written so that a crash never leaves half a page
     learn.py          Markdown sections become passages: chunk, reuse, embed, write
     after_crawl.py    what a crawl does after its last page
+    selfcheck.py      the site's own FAQ questions asked of the knowledge base after each crawl
     facts.py          the business facts and the facts passage
     answers.py        the owner's own answers     gaps.py   questions no passage answered
     files.py          documents the owner uploads

@@ -9,7 +9,11 @@
 3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
    re-embeds them);
 4. pages unticked or gone this crawl, or recorded as another page's duplicate, leave the knowledge
-   base, chunks and vectors.
+   base, chunks and vectors;
+5. the self-check (kb/selfcheck.py): once Vectorize has applied the crawl's writes, the site's own FAQ
+   questions are asked of the knowledge base just built, and the result is recorded against the run
+   (reused, with no search, when nothing changed); a failed check is recorded "not run" and never
+   fails the crawl.
 
 A targeted crawl (`targeted`: it fetched a few pages named) skips step 1: the pages it did not fetch
 are left as they are. (When the site's model or chunk sizes changed, the crawl was made a full one.)
@@ -25,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from helppuff_crawl.embed.models import EmbedFn
-from helppuff_crawl.kb import answers, facts, files, page_facts
+from helppuff_crawl.kb import answers, facts, files, page_facts, selfcheck
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.writer import KnowledgeWriter
@@ -44,6 +48,7 @@ class Finished:
     removed_pages: int  # pages whose passages left
     page_facts_kept: int = 0  # facts read from the pages' words that filled a gap
     page_facts_dropped: int = 0  # ... and those a check dropped (not written in the page, not a number ...)
+    self_check: str = ""  # "17/19" FAQ questions finding their answer in the top 4, "(reused)", or "not run: why"
 
 
 async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn | None, site: str,
@@ -72,5 +77,6 @@ async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     removed = 0
     for url in leaving:
         removed += 1 if await writer.remove_page(site, url) else 0
+    check = await selfcheck.self_check(kb, writer, site, embed is not None, crawl_facts.faq())
     return Finished(len(stale), passage_chunks, answer_chunks, file_chunks, removed,
-                    len(filled.kept) if filled else 0, len(filled.dropped) if filled else 0)
+                    len(filled.kept) if filled else 0, len(filled.dropped) if filled else 0, check.summary())

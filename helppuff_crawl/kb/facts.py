@@ -91,6 +91,10 @@ class CrawlFacts:
         self._found.append((rank, url, found))
         self.site_blocks.extend(site_blocks)
 
+    def faq(self) -> list[tuple[str, str, str]]:
+        """The FAQPage JSON-LD pairs read, as (page URL, question, answer), by URL (the self-check asks them)."""
+        return [(url, q, a) for _, url, found in sorted(self._found, key=lambda entry: entry[1]) for q, a in found.faq]
+
     def values(self) -> dict[str, Any]:
         """The merged facts worth storing: home, contact and about pages first, then by URL."""
         ordered = [facts for _, _, facts in sorted(self._found, key=lambda entry: (entry[0], entry[1]))]

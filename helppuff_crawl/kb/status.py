@@ -1,13 +1,13 @@
 """What `helppuff knowledge status` reports per site: pages by status, chunks, live vectors, the
 site's model, its last run, today's Workers AI use, a consistency check of D1 against Vectorize, and
-what waits for the owner (or the owner added)."""
+what waits for the owner (or the owner added), and the last crawl's self-check (kb/selfcheck.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from helppuff_crawl.clock import utc_day, utc_now
-from helppuff_crawl.kb import pages, runs, usage
+from helppuff_crawl.kb import pages, runs, selfcheck, usage
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.writer import KnowledgeWriter
 
@@ -40,6 +40,7 @@ async def site_report(kb: KnowledgeBase, writer: KnowledgeWriter, site: str, day
         "usage_today": {"day": day, "rows": used, "neurons": round(sum(u["neurons"] for u in used), 4)},
         "consistency": check,
         "owner": (await kb.query(_OWNER_COUNTS, [site]))[0],
+        "self_check": await selfcheck.last_check(kb, site),
     }
 
 

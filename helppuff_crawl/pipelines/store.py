@@ -50,7 +50,7 @@ extension (the site, its start URL, the run id). Settings: HELPPUFF_STORE_ENABLE
 HELPPUFF_VECTORIZE_INDEX, HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS,
 HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER, HELPPUFF_VECTORIZE_WAIT.
 Stats: helppuff/store/{pages,unchanged,not_learned,removed_pages,reembedded_from_markdown,
-facts_passage_chunks,own_answer_chunks,file_chunks,page_facts_kept,page_facts_dropped,finish_error,sends}, helppuff/store/status/<status>,
+facts_passage_chunks,own_answer_chunks,file_chunks,page_facts_kept,page_facts_dropped,self_check,finish_error,sends}, helppuff/store/status/<status>,
 helppuff/store/mended/<what>, helppuff/vectors/{written,deleted,pending}, helppuff/targeted/facts_left.
 """
 
