@@ -34,13 +34,15 @@ _STREET = re.compile(
     r"|\bp\.?\s?o\.?\s+box\s+\d+",
     re.IGNORECASE,
 )
-_DAY = (r"(?:(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?|montag|dienstag|mittwoch|donnerstag|freitag"
-        r"|samstag|sonntag)\b")
+_DAY = (r"(?:(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?|wednesday|saturday|montag|dienstag|mittwoch"
+        r"|donnerstag|freitag|samstag|sonntag)\b")
 _TIME = r"\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}"
 _HOURS = re.compile(rf"{_DAY}.{{0,40}}?(?:{_TIME})|\b(?:opening|business|trading|office)\s+hours\b|\bopen\s+24/7\b"
                     r"|\b(?:öffnungszeiten|sprechzeiten)\b",
                     re.IGNORECASE | re.DOTALL)
-_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")  # "Monday November 18, 2019 7:45 am" is a dateline, not hours
+_OPENING = re.compile(rf"{_DAY}.{{0,40}}?(?:{_TIME})\s*(?:-|–|—|to|bis)\s*(?:{_TIME})"
+                      r"|\b(?:opening|business|trading|office)\s+hours\b|\b(?:öffnungszeiten|sprechzeiten)\b",
+                      re.IGNORECASE | re.DOTALL)
 
 _BLOCK_TAGS = frozenset({"section", "article", "div", "p", "ul", "ol", "dl", "table", "blockquote", "figure",
                          "address", "details", "header", "pre", "center"})
@@ -109,6 +111,7 @@ def carries_contact(el: lxml.html.HtmlElement) -> bool:
 
 
 def opening_hours(text: str) -> bool:
-    """Whether `text` holds opening hours: days with times that are not a dateline (no year beside
-    them: "Monday November 18, 2019 7:45 am" is a story's date), or words for opening hours."""
-    return any(not _YEAR.search(text, max(0, match.start() - 20), match.end() + 20) for match in _HOURS.finditer(text))
+    """Whether `text` holds opening hours: a day with a range of times ("Montag 10:00 – 13:00",
+    "Mon 8am - 5pm"), or words for opening hours. A day with one time is a story's dateline
+    ("Monday 5:30PM", "Monday November 18, 2019 7:45 am"), not opening hours."""
+    return bool(_OPENING.search(text))
