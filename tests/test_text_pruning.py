@@ -142,6 +142,23 @@ def test_opening_hours_and_a_phone_card_stay_but_a_dateline_goes():
     assert intro in text and later in text and "5:30PM" not in text and "2019" not in text
 
 
+def test_a_price_badge_stays_in_its_service_card_but_a_lone_badge_goes():
+    # trafilatura keeps a card's description and leaves out its price and duration, one to three
+    # words each; in a small card that keeps text they stay, a "Sponsored" tag beside a long story
+    # does not.
+    desc = ("Custom wig installation, styling and upkeep, from lace fronts to full wigs, with results that"
+            " look natural in daylight.")
+    story = " ".join(["Our stylists train every season on the newest techniques and products."] * 6)
+    root = lxml.html.fromstring(
+        f"<div><div class='card'><h3>Wig Styling</h3><p>{desc}</p><div class='row'><span>$150 - $400</span>"
+        f"<div>2-4 hours</div></div></div><div class='story'><p>Sponsored</p><p>{story}</p></div></div>"
+    )
+    assert pruning.prune(root, f"{desc} {story}", "Salon") > 0
+    text = block_text(root)
+    assert f"Wig Styling {desc} $150 - $400 2-4 hours" in text and story in text
+    assert "Sponsored" not in text
+
+
 # -- the two real pages where trafilatura's pick lost what a visitor asks about ---------------------------------
 
 REAL_PAGES = [

@@ -6,10 +6,11 @@ article text. On article-like pages (its pick has 50+ words in paragraphs of 15+
 blocks it left out go: related links, bylines, share bars, comments, a headline that only
 repeats the page title. Structure stays whole: a data table, a FAQ question, a list or table
 with most of its items kept, and the headings above kept text. So do a list without links that
-sits in kept text, a block with a tel: link or opening hours, and the small card or table holding
-it: on a page without a container trafilatura knows (utility classes, plain <div>s) it reads the
-paragraphs alone, and a policy's rule lists, a treatment list, a "call us" card or a table of
-hours would go. Order and markup come from the page, not from trafilatura. Landing pages (cards, lists, calls to action, short paragraphs) are
+sits in kept text, a block with a tel: link or opening hours with the small card or table holding
+it, and a badge of one to three words (a price, a duration) in a small card that keeps text: on a
+page without a container trafilatura knows (utility classes, plain <div>s) it reads the paragraphs
+alone, and a policy's rule lists, a treatment list, a "call us" card, a table of hours or a
+service's price would go. Order and markup come from the page, not from trafilatura. Landing pages (cards, lists, calls to action, short paragraphs) are
 kept whole: there trafilatura's article scoring drops what a business page is made of.
 
 Why prune with trafilatura rather than use either alone: on the article benchmark (bench/extract.py)
@@ -155,6 +156,13 @@ def prune(root: lxml.html.HtmlElement, picked: str, title: str) -> int:
             parent = el.getparent()
             card = parent if parent is not None and parent is not root and text_length(parent) <= _CARD_CHARS else el
             kept.update(part for part in card.iter() if isinstance(part.tag, str))
+    # A badge of one to three words (a price, a duration; not a link: "Read more") stays in a
+    # small card that keeps text.
+    for el in units:
+        if el not in kept and len(_TOKEN.findall(_own_text(el))) < 4 and _link_share(el) < _LINK_LIST_SHARE:
+            card = _card(el, root)
+            if card is not None and any(part in kept for part in card.iter()):
+                kept.add(el)
     # A heading stays when its section keeps something, with the headings above it; not a
     # headline that only repeats the page title, which `Extracted.title` carries.
     path: list[tuple[int, lxml.html.HtmlElement]] = []
@@ -220,6 +228,16 @@ def _beside(whole: lxml.html.HtmlElement, telling: list[lxml.html.HtmlElement], 
     before = telling[min(inside) - 1] if min(inside) > 0 else None
     after = telling[max(inside) + 1] if max(inside) + 1 < len(telling) else None
     return (before is not None and before in kept) or (after is not None and after in in_pick)
+
+
+def _card(el: lxml.html.HtmlElement, root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The largest wrapper of `el` inside `root` with at most `_CARD_CHARS` of text, if any."""
+    card = None
+    for wrapper in el.iterancestors():
+        if wrapper is root or text_length(wrapper) > _CARD_CHARS:
+            break
+        card = wrapper
+    return card
 
 
 def _own_contact(el: lxml.html.HtmlElement) -> bool:
