@@ -156,10 +156,11 @@ def prune(root: lxml.html.HtmlElement, picked: str, title: str) -> int:
             parent = el.getparent()
             card = parent if parent is not None and parent is not root and text_length(parent) <= _CARD_CHARS else el
             kept.update(part for part in card.iter() if isinstance(part.tag, str))
-    # A badge of one to three words (a price, a duration; not a link: "Read more") stays in a
-    # small card that keeps text.
+    # A badge of one to three words (a price, a duration; not a link: "Read more", nor a list's
+    # item: its list decides) stays in a small card that keeps text.
     for el in units:
-        if el not in kept and len(_TOKEN.findall(_own_text(el))) < 4 and _link_share(el) < _LINK_LIST_SHARE:
+        if (el not in kept and el.tag != "li" and len(_TOKEN.findall(_own_text(el))) < 4
+                and _link_share(el) < _LINK_LIST_SHARE):
             card = _card(el, root)
             if card is not None and any(part in kept for part in card.iter()):
                 kept.add(el)
