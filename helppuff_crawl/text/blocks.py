@@ -9,18 +9,40 @@ first 16 hex digits of the SHA-1 of that text. Headings, list items and table ro
 blocks, never blocks alone: a heading that several pages share ("Our services") is not furniture.
 
 text/boilerplate.py learns which fingerprints are furniture from a sample of pages; text/markdown.py
-drops them from every page (`drop_furniture`).
+drops them from every page (`drop_furniture`). `carries_contact` tells a block with contact details or
+opening hours (boilerplate.py keeps such a furniture block once), `opening_hours` a text that lists them
+(pruning.py never prunes one).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import lxml.html
 
 from helppuff_crawl.text.html_text import block_text
+
+# Contact details and hours, as they are written on pages.
+_PHONE = re.compile(r"(?<![\w/.-])\+?\(?\d[\d\s().-]{6,}\d(?![\w/-])")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_STREET = re.compile(
+    r"\b\d+[a-z]?(?:[/-]\d+)?\s+(?:[a-z][\w'.-]*\s+){1,4}(?:street|st|road|rd|avenue|ave|boulevard|blvd|lane|ln|"
+    r"drive|dr|way|court|ct|place|pl|parade|pde|highway|hwy|crescent|cres|terrace|tce|close|square|sq|circuit|cct)\b"
+    r"|\bp\.?\s?o\.?\s+box\s+\d+",
+    re.IGNORECASE,
+)
+_DAY = (r"(?:(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?|wednesday|saturday|montag|dienstag|mittwoch"
+        r"|donnerstag|freitag|samstag|sonntag)\b")
+_TIME = r"\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}"
+_HOURS = re.compile(rf"{_DAY}.{{0,40}}?(?:{_TIME})|\b(?:opening|business|trading|office)\s+hours\b|\bopen\s+24/7\b"
+                    r"|\b(?:öffnungszeiten|sprechzeiten)\b",
+                    re.IGNORECASE | re.DOTALL)
+_OPENING = re.compile(rf"{_DAY}.{{0,40}}?(?:{_TIME})\s*(?:-|–|—|to|bis)\s*(?:{_TIME})"
+                      r"|\b(?:opening|business|trading|office)\s+hours\b|\b(?:öffnungszeiten|sprechzeiten)\b",
+                      re.IGNORECASE | re.DOTALL)
 
 _BLOCK_TAGS = frozenset({"section", "article", "div", "p", "ul", "ol", "dl", "table", "blockquote", "figure",
                          "address", "details", "header", "pre", "center"})
@@ -76,3 +98,20 @@ def drop_furniture(root: lxml.html.HtmlElement, drop: frozenset[str]) -> int:
     for el in doomed:
         el.drop_tree()
     return len(doomed)
+
+
+def carries_contact(el: lxml.html.HtmlElement) -> bool:
+    """Whether `el` carries contact details or opening hours: a tel:/mailto: link, a phone number of
+    8+ digits, an email or street address, days with times, or words for opening hours."""
+    if el.xpath(".//a[starts-with(@href, 'tel:') or starts-with(@href, 'mailto:')]"):
+        return True
+    text = block_text(el)
+    phone = any(sum(ch.isdigit() for ch in match) >= 8 for match in _PHONE.findall(text))
+    return phone or bool(_EMAIL.search(text) or _STREET.search(text) or _HOURS.search(text))
+
+
+def opening_hours(text: str) -> bool:
+    """Whether `text` holds opening hours: a day with a range of times ("Montag 10:00 – 13:00",
+    "Mon 8am - 5pm"), or words for opening hours. A day with one time is a story's dateline
+    ("Monday 5:30PM", "Monday November 18, 2019 7:45 am"), not opening hours."""
+    return bool(_OPENING.search(text))

@@ -14,35 +14,19 @@ compared on its normalised text.
 from __future__ import annotations
 
 import logging
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import lxml.html
 
-from helppuff_crawl.text.blocks import Block, outermost, segment
-from helppuff_crawl.text.html_text import block_text, parse_html
+from helppuff_crawl.text.blocks import Block, carries_contact, outermost, segment
+from helppuff_crawl.text.html_text import parse_html
 from helppuff_crawl.text.markdown import main_content, to_markdown
 
 logger = logging.getLogger(__name__)
 
 _MIN_SAMPLE = 3
-
-# Contact details and hours, as they are written on pages.
-_PHONE = re.compile(r"(?<![\w/.-])\+?\(?\d[\d\s().-]{6,}\d(?![\w/-])")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_STREET = re.compile(
-    r"\b\d+[a-z]?(?:[/-]\d+)?\s+(?:[a-z][\w'.-]*\s+){1,4}(?:street|st|road|rd|avenue|ave|boulevard|blvd|lane|ln|"
-    r"drive|dr|way|court|ct|place|pl|parade|pde|highway|hwy|crescent|cres|terrace|tce|close|square|sq|circuit|cct)\b"
-    r"|\bp\.?\s?o\.?\s+box\s+\d+",
-    re.IGNORECASE,
-)
-_DAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?\b"
-_TIME = r"\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}"
-_HOURS = re.compile(rf"{_DAY}.{{0,40}}?(?:{_TIME})|\b(?:opening|business|trading|office)\s+hours\b|\bopen\s+24/7\b",
-                    re.IGNORECASE | re.DOTALL)
-
 
 @dataclass(frozen=True)
 class Furniture:
@@ -72,16 +56,8 @@ def learn_furniture(sample_htmls: Sequence[str | bytes], threshold: float = 0.5)
     contact: dict[str, str] = {}
     for page in pages:
         for el, block in outermost(page, drop):
-            if block.fingerprint not in contact and _carries_contact(el):
+            if block.fingerprint not in contact and carries_contact(el):
                 contact[block.fingerprint] = to_markdown(el)
     logger.debug("Furniture: %d blocks on more than %.0f%% of %d pages, %d with contact details",
                  len(drop), threshold * 100, len(sample_htmls), len(contact))
     return Furniture(drop, tuple(text for text in contact.values() if text))
-
-
-def _carries_contact(el: lxml.html.HtmlElement) -> bool:
-    if el.xpath(".//a[starts-with(@href, 'tel:') or starts-with(@href, 'mailto:')]"):
-        return True
-    text = block_text(el)
-    phone = any(sum(ch.isdigit() for ch in match) >= 8 for match in _PHONE.findall(text))
-    return phone or bool(_EMAIL.search(text) or _STREET.search(text) or _HOURS.search(text))

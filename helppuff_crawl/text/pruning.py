@@ -5,8 +5,12 @@ and then `prune` on the root `main_content` chose. trafilatura scores the root's
 article text. On article-like pages (its pick has 50+ words in paragraphs of 15+ words) the
 blocks it left out go: related links, bylines, share bars, comments, a headline that only
 repeats the page title. Structure stays whole: a data table, a FAQ question, a list or table
-with most of its items kept, and the headings above kept text. Order and markup come from the
-page, not from trafilatura. Landing pages (cards, lists, calls to action, short paragraphs) are
+with most of its items kept, and the headings above kept text. So do a list without links that
+sits in kept text, a block with a tel: link or opening hours with the small card or table holding
+it, and a badge of one to three words (a price, a duration) in a small card that keeps text: on a
+page without a container trafilatura knows (utility classes, plain <div>s) it reads the paragraphs
+alone, and a policy's rule lists, a treatment list, a "call us" card, a table of hours or a
+service's price would go. Order and markup come from the page, not from trafilatura. Landing pages (cards, lists, calls to action, short paragraphs) are
 kept whole: there trafilatura's article scoring drops what a business page is made of.
 
 Why prune with trafilatura rather than use either alone: on the article benchmark (bench/extract.py)
@@ -29,8 +33,9 @@ import trafilatura.external
 from justext.utils import get_stoplists
 from lxml import etree
 
+from helppuff_crawl.text.blocks import opening_hours
 from helppuff_crawl.text.faq_markup import FAQ_ATTR
-from helppuff_crawl.text.html_text import INLINE_TAGS, collapse
+from helppuff_crawl.text.html_text import INLINE_TAGS, collapse, text_length
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +43,11 @@ _TOKEN = re.compile(r"\w+")
 _PROSE_MIN_WORDS = 50  # trafilatura prunes pages whose pick has this many words of running prose...
 _PROSE_PARAGRAPH_WORDS = 15  # ...counted in paragraphs of at least this many words
 _FOUND_SHARE = 0.7  # a block is in trafilatura's pick when this share of its word trigrams is
+_LINK_LIST_SHARE = 0.3  # a list or table with this share of its words in links is links (related, share, tags)
+# Class/id words of lists that are not the text even without links: photo galleries (their captions),
+# comment threads, author boxes.
+_ASIDE_WORDS = re.compile(r"galler|slider|carousel|slideshow|comment|author|byline|caption|credit")
+_CARD_CHARS = 300  # contact details keep the block holding them when it is this small (a card, a table of hours)
 _HEADING_LEVEL = {f"h{n}": n for n in range(1, 7)}
 
 
@@ -109,27 +119,51 @@ def prune(root: lxml.html.HtmlElement, picked: str, title: str) -> int:
     trigrams = Counter(zip(words, words[1:], words[2:]))
     units: list[lxml.html.HtmlElement] = []
     found: list[bool | None] = []  # None: too short to tell alone
+    telling: list[lxml.html.HtmlElement] = []  # blocks of four words or more, not headings: where a list sits
     for el in root.iter():
         if isinstance(el.tag, str) and el.tag not in INLINE_TAGS:
             own = _TOKEN.findall(_own_text(el).lower())
             if own:
                 units.append(el)
                 found.append(_found(own, joined, trigrams))
+                if len(own) >= 4 and el.tag not in _HEADING_LEVEL:
+                    telling.append(el)
     kept = {el for index, el in enumerate(units)
             if found[index] or (found[index] is None and _neighbour_found(found, index))}
     if not kept or len(kept) == len(units):
         return 0
     # Structure stays whole.
+    in_pick = frozenset(kept)  # trafilatura's own verdict, before structure adds to it
+    order = {el: index for index, el in enumerate(telling)}
     for whole in root.xpath(f".//table|.//ul|.//ol|.//*[@{FAQ_ATTR}='pair']"):
         if whole.tag == "div":
             question = collapse(whole[0].text_content()) if len(whole) else ""
             always = question.endswith("?")
             parts = [whole]
+        elif whole.tag == "table":
+            always = _link_share(whole) < _LINK_LIST_SHARE
+            parts = whole.xpath(".//tr")
         else:
-            always = whole.tag == "table" and _link_share(whole) < 0.3
-            parts = whole.xpath(".//tr" if whole.tag == "table" else "./li")
+            always = (_link_share(whole) < _LINK_LIST_SHARE and not _named_aside(whole, root)
+                      and _beside(whole, telling, order, kept, in_pick))
+            parts = whole.xpath("./li")
         if always or _kept_share(whole, parts, kept) >= 0.5:
             kept.update(el for el in whole.iter() if isinstance(el.tag, str))
+    # Contact details and opening hours stay, with the small card or table they are in: trafilatura
+    # reads a phone number under "Call us" or a row of opening hours as furniture.
+    for el in units:
+        if el not in kept and _own_contact(el):
+            parent = el.getparent()
+            card = parent if parent is not None and parent is not root and text_length(parent) <= _CARD_CHARS else el
+            kept.update(part for part in card.iter() if isinstance(part.tag, str))
+    # A badge of one to three words (a price, a duration; not a link: "Read more", nor a list's
+    # item: its list decides) stays in a small card that keeps text.
+    for el in units:
+        if (el not in kept and el.tag != "li" and len(_TOKEN.findall(_own_text(el))) < 4
+                and _link_share(el) < _LINK_LIST_SHARE):
+            card = _card(el, root)
+            if card is not None and any(part in kept for part in card.iter()):
+                kept.add(el)
     # A heading stays when its section keeps something, with the headings above it; not a
     # headline that only repeats the page title, which `Extracted.title` carries.
     path: list[tuple[int, lxml.html.HtmlElement]] = []
@@ -175,6 +209,55 @@ def _kept_share(whole: lxml.html.HtmlElement, parts: list[lxml.html.HtmlElement]
         return 0.0
     holding = sum(1 for part in parts if any(el in kept for el in part.iter()))
     return holding / len(parts)
+
+
+def _beside(whole: lxml.html.HtmlElement, telling: list[lxml.html.HtmlElement], order: dict[lxml.html.HtmlElement, int],
+            kept: set[lxml.html.HtmlElement], in_pick: frozenset[lxml.html.HtmlElement]) -> bool:
+    """Whether `whole` sits in kept text: the element holding it holds a block of trafilatura's
+    pick, or the nearest telling block before it is kept, or the nearest one after it is in the
+    pick (`telling`: the blocks of four words or more that are not headings, in document order).
+    Lists come in document order, so a run of lists after kept prose (a policy's sections of
+    rules) stays together."""
+    parent = whole.getparent()
+    if parent is not None:
+        own = set(whole.iter())
+        if any(el in in_pick and el not in own for el in parent.iter()):
+            return True
+    inside = [order[el] for el in whole.iter() if el in order]
+    if not inside:
+        return False
+    before = telling[min(inside) - 1] if min(inside) > 0 else None
+    after = telling[max(inside) + 1] if max(inside) + 1 < len(telling) else None
+    return (before is not None and before in kept) or (after is not None and after in in_pick)
+
+
+def _card(el: lxml.html.HtmlElement, root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The largest wrapper of `el` inside `root` with at most `_CARD_CHARS` of text, if any."""
+    card = None
+    for wrapper in el.iterancestors():
+        if wrapper is root or text_length(wrapper) > _CARD_CHARS:
+            break
+        card = wrapper
+    return card
+
+
+def _own_contact(el: lxml.html.HtmlElement) -> bool:
+    """Whether the block's own links call a phone number (tel:) or its own words (`_own_text`) are
+    opening hours. Not an email address nor a number in the text: on articles those are a byline's
+    and a footer's."""
+    links = [a for child in el if isinstance(child.tag, str) and child.tag in INLINE_TAGS
+             for a in child.iter("a")]
+    return any((a.get("href") or "").strip().lower().startswith("tel:") for a in links) or opening_hours(_own_text(el))
+
+
+def _named_aside(whole: lxml.html.HtmlElement, root: lxml.html.HtmlElement) -> bool:
+    """Whether `whole` or a wrapper of it inside `root` is named as a gallery, comments or an author box."""
+    for el in (whole, *whole.iterancestors()):
+        if _ASIDE_WORDS.search(f"{el.get('class') or ''} {el.get('id') or ''}".lower()):
+            return True
+        if el is root:
+            break
+    return False
 
 
 def _link_share(el: lxml.html.HtmlElement) -> float:
