@@ -1,6 +1,6 @@
 """How long crawl jobs wait in the queue with one `helppuff worker` and with several, for the same jobs.
 
-    .venv/bin/python bench/queue.py [--sites 10] [--workers 1,3] [--pages 4] [--model @local/all-minilm-l6-v2]
+    .venv/bin/python bench/worker_queue.py [--sites 10] [--workers 1,3] [--pages 4] [--model @local/all-minilm-l6-v2]
 
 A fixture site (tests/sites/acme-plumbing) is served on 127.0.0.1; SITES sites of it are made known to
 a fresh local knowledge base (a finished run each, with a helppuff.json of at most PAGES pages, no
