@@ -61,7 +61,8 @@ MAX_UNITS = 24  # sentences read per context (a 2,048-character context has abou
 # relevant; log loss 0.367 against 0.489 for a constant guess (the model before, the whole context's
 # cosine and the exact word share: 0.385). Per band of fitted probability, the share relevant was
 # 0.03 (0-0.05), 0.10 (0.05-0.1), 0.13 (0.1-0.2), 0.27 (0.2-0.4), 0.44 (0.4-0.6), 0.78 (0.6-0.8),
-# 0.94 (0.8-1). On the four real sites' sets, never fitted on (150 answerable, 34 unanswerable), at
+# 0.94 (0.8-1). On the four real sites' sets, never fitted on (150 answerable, 34 unanswerable; at
+# 0eb39c3, before Chinese, Japanese and Korean were read as pairs of characters), at
 # minScore 0.2: hit@1 0.493 (0.467 before), 79 answerable questions keep a passage (79), 29
 # unanswerable ones keep none (28); an answerable question's best passage outscores an unanswerable
 # one's with a chance of 0.716 (0.673), which bounds what any threshold can do.
