@@ -195,6 +195,19 @@ STRUCTURE = [
         "```\ncode\n  block\n```",
         id="markdown-conventions",
     ),
+    pytest.param(
+        "<main><h2>Sprechzeiten</h2><div class='hours-row'><span class='day'>Montag</span>"
+        "<span class='time'>10:00 – 13:00</span></div><div class='hours-row'><span>Freitag</span>"
+        "<span><em>nach Vereinbarung</em></span></div></main>",
+        "## Sprechzeiten\n\nMontag 10:00 – 13:00\n\nFreitag *nach Vereinbarung*",
+        id="cells-of-a-row-are-two-words",
+    ),
+    pytest.param(
+        "<main><p><b>un</b>believable, <strong>bold</strong>. <span class='drop'>H</span><span>ello</span></p>"
+        "<p><span>Say</span><span>hi</span> there</p><div><span>$</span><span>99</span></div></main>",
+        "**un**believable, **bold**. Hello\n\nSayhi there\n\n$99",
+        id="a-word-split-in-running-text-stays-whole",
+    ),
 ]
 
 
