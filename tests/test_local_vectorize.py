@@ -483,3 +483,13 @@ def test_the_client_refuses_metadata_over_10_kib_before_sending(tmp_path: Path):
     with pytest.raises(ValueError, match="Vectorize allows at most 10240"):
         yield run_async(client.vectorize_upsert("any", [{"id": "a", "values": [1.0], "metadata": {"t": "x" * 10240}}]))
     yield run_async(client.aclose())
+
+
+@pytest.mark.parametrize("top_k", [1, 3, 20, 50])
+def test_best_is_a_stable_sort_cut_at_top_k(top_k: int) -> None:
+    # Ties are many (scores of 0..4): the order must be a stable sort's, positions first to last.
+    from helppuff_crawl.local.vectorize import _best
+
+    rng = np.random.default_rng(top_k)
+    costs = rng.integers(0, 5, size=40).astype(np.float32)
+    assert _best(costs, top_k).tolist() == np.argsort(costs, kind="stable")[:top_k].tolist()

@@ -44,7 +44,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -145,6 +145,17 @@ class _Loaded:
     seqs: list[int]
     matrix: np.ndarray  # (n, dimensions) float32
     norms: np.ndarray  # (n,) float32
+    # Per namespace asked (None: every vector), its rows, their vectors and norms: made on the first
+    # query of the namespace, so a query scans one contiguous matrix and no Python loop of all rows.
+    scopes: dict[str | None, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def scope(self, namespace: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        found = self.scopes.get(namespace)
+        if found is None:
+            rows = np.asarray([i for i, name in enumerate(self.namespaces) if namespace is None or name == namespace],
+                              dtype=np.int64)
+            found = self.scopes[namespace] = (rows, self.matrix[rows], self.norms[rows])
+        return found
 
 
 class LocalVectorIndex:
@@ -468,27 +479,29 @@ class LocalVectorIndex:
             created = dict(self._conn.execute("SELECT property_name, seq FROM metadata_indexes").fetchall())
             indexed = self.metadata_indexes()
         predicate = compile_filter(filter or {}, indexed, created)
-        keep = [
-            i for i in range(len(loaded.ids))
-            if (namespace is None or loaded.namespaces[i] == namespace) and predicate(loaded.metadata[i], loaded.seqs[i])
-        ]
-        if not keep:
+        with self._lock:  # the scope is cached in `loaded`: made once, under the index's lock
+            rows, matrix, norms = loaded.scope(namespace)
+        if filter:
+            wanted = np.asarray([predicate(loaded.metadata[i], loaded.seqs[i]) for i in rows.tolist()], dtype=bool)
+            rows, matrix, norms = rows[wanted], matrix[wanted], norms[wanted]
+        if not len(rows):
             return {"count": 0, "matches": []}
-        rows = np.asarray(keep)
-        matrix = loaded.matrix[rows]
         q = np.asarray(vector, dtype=np.float32)
         if self.metric == "euclidean":
             scores = np.linalg.norm(matrix - q, axis=1)
-            order = np.argsort(scores, kind="stable")
+            order = _best(scores, top_k)
         else:
-            scores = matrix @ q
+            # einsum's own loop, not BLAS: OpenBLAS splits this matrix-vector product over its threads,
+            # and on a machine whose other cores are busy (a crawl, the embedding model) waiting for
+            # them made a 9,000-vector scan 13 times slower (7.7 ms against 0.6 ms).
+            scores = np.einsum("ij,j->i", matrix, q)
             if self.metric == "cosine":
-                denom = loaded.norms[rows] * np.float32(np.linalg.norm(q))
+                denom = norms * np.float32(np.linalg.norm(q))
                 scores = np.divide(scores, denom, out=np.zeros_like(scores), where=denom > 0)
-            order = np.argsort(-scores, kind="stable")
+            order = _best(-scores, top_k)
         matches = []
-        for j in order[:top_k]:
-            i = keep[int(j)]
+        for j in order:
+            i = int(rows[int(j)])
             match: dict[str, Any] = {"id": loaded.ids[i], "score": float(scores[int(j)])}
             if loaded.namespaces[i] is not None:
                 match["namespace"] = loaded.namespaces[i]
@@ -506,6 +519,17 @@ class LocalVectorIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _best(costs: np.ndarray, top_k: int) -> np.ndarray:
+    """Positions of the `top_k` lowest costs, lowest first, ties in position order (as a stable
+    sort of all of them gives), without sorting the rest."""
+    if top_k < len(costs):
+        # Everything at or below the top_k-th cost, then sorted stably: equal costs keep their order.
+        bound = np.partition(costs, top_k - 1)[top_k - 1]
+        candidates = np.flatnonzero(costs <= bound)
+        return candidates[np.argsort(costs[candidates], kind="stable")][:top_k]
+    return np.argsort(costs, kind="stable")[:top_k]
 
 
 def _parse_stamp(text: str) -> float:
