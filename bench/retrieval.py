@@ -40,9 +40,10 @@
 6. Unless `--sizes ""`, adds filler chunks to the first site (same D1 table and Vectorize
    namespace, so every search scans them) through the local cloud's D1 and Vectorize REST APIs, up
    to 1,000 and then 10,000 chunks, and prints search latency p50/p95 (client round trip, each
-   mode) at the crawled size and each size. Filler texts mix plumbing and everyday words, so
-   keyword searches match many of them; their vectors are random unit vectors of the model's
-   dimensions, which cost the same to scan as real ones.
+   mode) at the crawled size and each size, and the hybrid search's time inside the Worker (its
+   Server-Timing header: each binding's wait and the total). Filler texts mix plumbing and everyday
+   words, so keyword searches match many of them; their vectors are random unit vectors of the
+   model's dimensions, which cost the same to scan as real ones.
 7. Ends with one summary row per (model, retriever) over all questions.
 
 Machines are noisy: read the latency ratios between sizes, not the absolute times. Not a test.
@@ -208,6 +209,22 @@ def unlearned_answers(dev: DevServer, qset: QuestionSet, site_url: str) -> list[
 
 
 def search(client: httpx.Client, worker_url: str, site: str, query: str, mode: str) -> tuple[dict[str, Any], float]:
+    answer, elapsed, _ = timed_search(client, worker_url, site, query, mode)
+    return answer, elapsed
+
+
+def server_timing(header: str) -> dict[str, float]:
+    """The stages of a Server-Timing header (worker/src/timing.ts), ms by name."""
+    stages = {}
+    for entry in filter(None, (part.strip() for part in header.split(","))):
+        name, _, duration = entry.partition(";dur=")
+        stages[name] = float(duration) if duration else 0.0
+    return stages
+
+
+def timed_search(client: httpx.Client, worker_url: str, site: str, query: str,
+                 mode: str) -> tuple[dict[str, Any], float, dict[str, float]]:
+    """The search's answer, its client round trip (s) and the Worker's own Server-Timing stages (ms)."""
     for attempt in range(3):
         started = time.perf_counter()
         reply = client.post(f"{worker_url}/v1/sites/{site}/search", json={"query": query, "limit": LIMIT, "mode": mode})
@@ -217,9 +234,9 @@ def search(client: httpx.Client, worker_url: str, site: str, query: str, mode: s
             print(f"(the Worker restarted during {query!r}; asked again)")
             continue
         if reply.status_code == 404:  # a site whose crawl learned nothing has nothing to search
-            return {"passages": [], "degraded": [f"unknown site: {reply.text}"]}, elapsed
+            return {"passages": [], "degraded": [f"unknown site: {reply.text}"]}, elapsed, {}
         reply.raise_for_status()
-        return reply.json(), elapsed
+        return reply.json(), elapsed, server_timing(reply.headers.get("server-timing", ""))
     raise AssertionError("unreachable")
 
 
@@ -470,17 +487,24 @@ def chunk_count(dev: DevServer, site: str) -> int:
     return int(rows[0]["results"][0]["n"])
 
 
-def latency(client: httpx.Client, worker_url: str, site: str, questions: list[str], rounds: int) -> dict[str, list[float]]:
+def latency(client: httpx.Client, worker_url: str, site: str, questions: list[str],
+            rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per mode, the client round trips (ms); and the hybrid searches' Server-Timing stages (ms by name)."""
     for query in questions[:5]:  # warm caches (the vector matrix reloads after a write)
         for mode in MODES:
             search(client, worker_url, site, query, mode)
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    stages: dict[str, list[float]] = {}
     for round_ in range(rounds):
         order = MODES if round_ % 2 == 0 else tuple(reversed(MODES))
         for query in questions:
             for mode in order:
-                times[mode].append(search(client, worker_url, site, query, mode)[1] * 1000)
-    return times
+                _, elapsed, timing = timed_search(client, worker_url, site, query, mode)
+                times[mode].append(elapsed * 1000)
+                if mode == "hybrid":
+                    for name, ms in timing.items():
+                        stages.setdefault(name, []).append(ms)
+    return times, stages
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -503,12 +527,24 @@ def latency_table(client: httpx.Client, dev: DevServer, model: str, qset: Questi
           f"questions per mode); filler chunks in site {qset.site} itself (same D1 table, same Vectorize namespace)")
     cells = "".join(f"{mode + ' p50/p95':>22}" for mode in MODES)
     print(f"{'chunks':>8}{cells}")
-    for count, times in rows:
+    for count, (times, _) in rows:
         cells = "".join(f"{percentile(times[m], 50):>13.1f} /{percentile(times[m], 95):>7.1f}" for m in MODES)
         print(f"{count:>8}{cells}")
-    base = statistics.median(rows[0][1]["hybrid"])
-    for count, times in rows[1:]:
+    base = statistics.median(rows[0][1][0]["hybrid"])
+    for count, (times, _) in rows[1:]:
         print(f"hybrid p50 at {count} chunks / at {rows[0][0]} chunks: {statistics.median(times['hybrid']) / base:.2f}")
+    # Inside the Worker: its Server-Timing (worker/src/timing.ts), each binding's wait and the total.
+    names = [name for name in ("site", "keywords", "embed", "vectorize", "rows", "rerank", "continuation", "total")
+             if any(name in stages for _, (_, stages) in rows)]
+    print("\nhybrid search inside the Worker (its Server-Timing), ms, p50 (p95 for total); keywords and the vector "
+          "stages run at once")
+    print(f"{'chunks':>8}" + "".join(f"{name:>13}" for name in names))
+    for count, (_, stages) in rows:
+        cells = "".join(
+            f"{percentile(stages[name], 50):>6.1f} /{percentile(stages[name], 95):>5.1f}" if name == "total"
+            else f"{percentile(stages[name], 50):>13.1f}" if name in stages else f"{'-':>13}"
+            for name in names)
+        print(f"{count:>8}{cells}")
 
 
 def measure_model(model: str, sites: list[tuple[QuestionSet, str]], data_dir: Path, args: argparse.Namespace,

@@ -65,6 +65,7 @@ import {
 } from "./standalone";
 import { type SiteIndex, chunksByIds, keywordSearch, loadSite, nextChunk } from "./store";
 import { TimeoutError, withTimeout } from "./timeout";
+import { type Timings, timed } from "./timing";
 import { type Tokens, UsageMeter, estimateTokens, reportedTokens } from "./usage";
 
 export const SEARCH_TOP_K = 20;
@@ -96,6 +97,8 @@ export interface RetrieveOptions {
   budgetReached?: string | null; // set: the daily budget is used up (this says how), no Workers AI call
   /** Given the query's vector once embedded (the chat's extractive answer compares sentences with it). */
   onQueryVector?: (model: string, vector: number[]) => void;
+  /** Where each binding's wait is recorded (the search route's Server-Timing header). */
+  timings?: Timings;
 }
 
 /** The rewrite's bound on what the model generates: one line of query. */
@@ -138,7 +141,8 @@ export async function retrieve(
   request: SearchRequest,
   options: RetrieveOptions = DEFAULT_RETRIEVE_OPTIONS,
 ): Promise<SearchResult> {
-  const record = await loadSite(backends.db, request.site);
+  const timings = options.timings;
+  const record = await timed(timings, "site", () => loadSite(backends.db, request.site));
   if (!record.known) {
     throw new UnknownSiteError(request.site);
   }
@@ -162,7 +166,7 @@ export async function retrieve(
   // One retriever alone runs the rest of the pipeline (fusion, boost, rerank, selection) unchanged.
   const mode = request.mode ?? "hybrid";
   const [keywordChunks, vectorHits] = await Promise.all([
-    mode === "vectors" ? [] : keywordHits(backends, request.site, query, degraded),
+    mode === "vectors" ? [] : timed(timings, "keywords", () => keywordHits(backends, request.site, query, degraded)),
     mode === "keywords" || !models
       ? { chunks: [], cosine: new Map<string, number>() }
       : vectorMatches(backends, request.site, record.index, query, options, meter, degraded),
@@ -202,7 +206,7 @@ export async function retrieve(
           },
         );
 
-  const items = await withContinuation(backends, request.site, selected, degraded);
+  const items = await withContinuation(backends, request.site, selected, degraded, timings);
   return { passages: toPassages(items), degraded, query, scores: reranked !== null ? "reranker" : "fused" };
 }
 
@@ -247,12 +251,9 @@ async function standalone(
     // (chat_template_kwargs.enable_thinking and max_completion_tokens, as its input schema at
     // https://developers.cloudflare.com/workers-ai/models/glm-4.7-flash/ documents them; the
     // fields of every model are in contract.ts's chatRequestFields).
+    const fields = chatRequestFields(model, { maxTokens: REWRITE_MAX_TOKENS, stream: false, reasoning: false });
     const output = await withTimeout(
-      backends.ai.run(model, {
-        messages,
-        temperature: 0,
-        ...chatRequestFields(model, { maxTokens: REWRITE_MAX_TOKENS, stream: false, reasoning: false }),
-      }),
+      timed(options.timings, "rewrite", () => backends.ai.run(model, { messages, temperature: 0, ...fields })),
       options.rewriteTimeoutMs,
     ).catch((error: unknown) => {
       if (error instanceof TimeoutError) meter.add("rewrite", model, { inputTokens: sent, outputTokens: 0 });
@@ -309,7 +310,10 @@ async function vectorMatches(
   };
   try {
     const embedded = (vector: number[]) => options.onQueryVector?.(index.model, vector);
-    return await withTimeout(searchVectors(backends, site, index, inputs, count, embedded), options.vectorTimeoutMs);
+    return await withTimeout(
+      searchVectors(backends, site, index, inputs, count, embedded, options.timings),
+      options.vectorTimeoutMs,
+    );
   } catch (error) {
     if (error instanceof TimeoutError) count({ inputTokens: inputTokens(inputs), outputTokens: 0 });
     if (error instanceof Degrade) {
@@ -330,10 +334,11 @@ async function searchVectors(
   inputs: Record<string, unknown>,
   count: (tokens: Tokens) => void,
   embedded: (vector: number[]) => void,
+  timings: Timings | undefined,
 ): Promise<VectorHits> {
   let vector: number[];
   try {
-    const output = await backends.ai.run(index.model, inputs);
+    const output = await timed(timings, "embed", () => backends.ai.run(index.model, inputs));
     // The embedding models' documented output has no token counts; the local cloud's reports
     // `usage.prompt_tokens` (its tokenizer's count). Without them: the texts sent, characters / 4.
     count(reportedTokens(output) ?? { inputTokens: inputTokens(inputs), outputTokens: 0 });
@@ -350,11 +355,9 @@ async function searchVectors(
   embedded(vector);
   let matches;
   try {
-    const result = await backends.vectors.query(vector, {
-      topK: SEARCH_TOP_K,
-      namespace: index.namespace,
-      returnMetadata: "all",
-    });
+    const result = await timed(timings, "vectorize", () =>
+      backends.vectors.query(vector, { topK: SEARCH_TOP_K, namespace: index.namespace, returnMetadata: "all" }),
+    );
     matches = result.matches ?? [];
   } catch (error) {
     throw new Degrade(`vectors-failed: ${describe(error)}; keywords only`);
@@ -362,7 +365,8 @@ async function searchVectors(
   if (matches.length === 0) {
     throw new Degrade(`vectors-empty: no vectors in namespace ${index.namespace}; keywords only`);
   }
-  const rows = new Map((await chunksByIds(backends.db, site, matches.map((m) => m.id))).map((c) => [c.id, c]));
+  const found = await timed(timings, "rows", () => chunksByIds(backends.db, site, matches.map((m) => m.id)));
+  const rows = new Map(found.map((c) => [c.id, c]));
   const hits: VectorHits = { chunks: [], cosine: new Map() };
   for (const match of matches) {
     const chunk = rows.get(match.id);
@@ -404,7 +408,8 @@ async function rerank(
   };
   let scores: number[];
   try {
-    const output = await withTimeout(backends.ai.run(model, inputs), options.rerankTimeoutMs).catch((error: unknown) => {
+    const run = () => backends.ai.run(model, inputs);
+    const output = await withTimeout(timed(options.timings, "rerank", run), options.rerankTimeoutMs).catch((error: unknown) => {
       if (error instanceof TimeoutError) meter.add("rerank", model, sent);
       throw error;
     });
@@ -437,6 +442,7 @@ async function withContinuation(
   site: string,
   selected: Candidate[],
   degraded: string[],
+  timings?: Timings,
 ): Promise<Array<{ chunk: Chunk; score: number }>> {
   const best = selected[0];
   if (best === undefined || !endsMidListOrTable(best.chunk.text)) {
@@ -444,7 +450,7 @@ async function withContinuation(
   }
   let next: Chunk | null;
   try {
-    next = await nextChunk(backends.db, site, best.chunk);
+    next = await timed(timings, "continuation", () => nextChunk(backends.db, site, best.chunk));
   } catch (error) {
     degraded.push(`continuation-failed: ${describe(error)}`);
     return selected;

@@ -13,7 +13,8 @@
  *      (keywords only, fused order, "budget-reached" in `degraded`);
  *   6. retrieval (503 when D1 cannot be read); its Workers AI calls are added to usage_daily, in
  *      the background when the Worker gives a `waitUntil`.
- * Every answer to an allowed origin carries Access-Control-Allow-Origin for it.
+ * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A 200 carries
+ * Server-Timing: each binding's wait during retrieval and the request's total (timing.ts).
  */
 import type { Env } from "./bindings";
 import {
@@ -30,6 +31,7 @@ import { TOO_BIG, json, readBody } from "./http";
 import type { Backends } from "./ports";
 import { parseSearchRequest } from "./request";
 import { type RetrieveOptions, UnknownSiteError, retrieve } from "./retrieve";
+import { Timings } from "./timing";
 import { UsageMeter } from "./usage";
 
 export interface SearchDeps {
@@ -40,6 +42,8 @@ export interface SearchDeps {
   waitUntil?: (promise: Promise<void>) => void;
   /** Retrieval's timeouts (DEFAULT_RETRIEVE_OPTIONS for what is left out). */
   retrieve?: Partial<Pick<RetrieveOptions, "rerankTimeoutMs" | "vectorTimeoutMs" | "rewriteTimeoutMs">>;
+  /** The clock of the Server-Timing header (timing.ts; performance.now() when left out). */
+  clock?: () => number;
 }
 
 /** The route as the Worker runs it: its bindings, the real clock, its ExecutionContext. */
@@ -55,6 +59,7 @@ export async function searchRoute(
 
 /** Answer a search request for `rawSite` (the path segment, still URL-encoded). */
 export async function handleSearch(request: Request, rawSite: string, deps: SearchDeps): Promise<Response> {
+  const timings = new Timings(deps.clock);
   const db = deps.backends.db;
   const gate = await admit(request, rawSite, db, "search");
   if ("response" in gate) return gate.response;
@@ -79,9 +84,10 @@ export async function handleSearch(request: Request, rawSite: string, deps: Sear
 
   const budget = await dailyBudget(db, admitted, deps.now(), "search");
   const meter = new UsageMeter();
-  const options = budgetedRetrieveOptions(budget, meter, deps.retrieve);
+  const options = { ...budgetedRetrieveOptions(budget, meter, deps.retrieve), timings };
   try {
-    return json(200, await retrieve(deps.backends, parsed.value, options), cors);
+    const result = await retrieve(deps.backends, parsed.value, options);
+    return json(200, result, { ...cors, "server-timing": timings.header() });
   } catch (error) {
     if (error instanceof UnknownSiteError) {
       return json(404, { error: error.message }, cors);

@@ -142,6 +142,37 @@ describe("the answer", () => {
   });
 });
 
+describe("Server-Timing", () => {
+  async function stages(site: string, body: unknown): Promise<string[]> {
+    const response = await worker.fetch(
+      new Request(`https://helppuff.test/v1/sites/${site}/search`, { method: "POST", body: JSON.stringify(body) }),
+      { DB: env.DB, VECTORIZE: indexes.get(site) ?? new FakeVectorize(1024), AI: ai },
+    );
+    expect(response.status).toBe(200);
+    const header = response.headers.get("server-timing") ?? "";
+    const entries = header.split(", ").map((entry) => entry.split(";dur="));
+    for (const [, ms] of entries) expect(Number(ms)).toBeGreaterThanOrEqual(0);
+    return entries.map(([name]) => name as string);
+  }
+
+  it("names each binding's wait during retrieval, and the total last", async () => {
+    const names = await stages("acme", { query: "How much is a blocked drain?" });
+    expect(names.at(-1)).toBe("total");
+    expect([...names].sort()).toEqual(["embed", "keywords", "rerank", "rows", "site", "total", "vectorize"]);
+  });
+
+  it("has the rewrite when the site's model rewrites, and no vector stages for keywords alone", async () => {
+    await setSettings("acme", { model: "@cf/openai/gpt-oss-120b", retrieval: { queryRewrite: "llm" } });
+    ai.chatReply = "Weekend call-out fee";
+    const names = await stages("acme", {
+      query: "and on weekends?",
+      history: [{ role: "user", content: "Do you clear blocked drains?" }, { role: "assistant", content: "Yes." }],
+      mode: "keywords",
+    });
+    expect([...names].sort()).toEqual(["keywords", "rerank", "rewrite", "site", "total"]);
+  });
+});
+
 describe("bad input", () => {
   it.each([
     ["acme", "not json", "the body must be JSON: {query, history?, limit?}"],
