@@ -221,6 +221,7 @@ def store_local_secret(data_dir: Path, name: str, value: str) -> Path:
 
 #: The line `output` gets once the local relevance model has read every served chunk.
 RELEVANCE_READY = "Relevance    ready:"
+RELEVANCE_POLL_SECONDS = 5.0  # how often serve looks for chunks a crawl changed (warm_relevance_if_changed)
 
 
 @dataclass(frozen=True)
@@ -329,6 +330,9 @@ class DevServer:
         self._reader: threading.Thread | None = None
         self._warmup: threading.Thread | None = None
         self._warmup_error: Exception | None = None
+        self._stopped = threading.Event()
+        self._relevance: threading.Thread | None = None
+        self._chunks_seen: tuple[Any, ...] | None = None  # the chunks' fingerprint at the last warm-up
 
     @property
     def worker_url(self) -> str:
@@ -424,7 +428,9 @@ class DevServer:
             self._warmup_error = exc
             return
         if self.options.warm_relevance:
-            threading.Thread(target=self._warm_relevance_then_say, name="helppuff-relevance", daemon=True).start()
+            self._relevance = threading.Thread(target=self._warm_relevance_then_say, name="helppuff-relevance",
+                                               daemon=True)
+            self._relevance.start()
 
     def _warm_relevance_then_say(self) -> None:
         count = self.warm_relevance()
@@ -432,6 +438,31 @@ class DevServer:
             self.output(f"{RELEVANCE_READY} the local relevance model has read the served chunks ({count} new sentences)")
         except Exception:
             logger.debug("Could not pass on the relevance line", exc_info=True)
+        # A crawl while serve runs (`helppuff crawl`, `helppuff worker`, a webhook's recrawl) writes
+        # chunks this process has not read: they are read once the chunks change, so that visitors'
+        # first questions after it do not wait for their sentences past the reranker's timeout.
+        while not self._stopped.wait(RELEVANCE_POLL_SECONDS):
+            self.warm_relevance_if_changed()
+
+    def warm_relevance_if_changed(self) -> int | None:
+        """`warm_relevance` when the chunks changed since it last ran (their count, newest update and
+        total length differ), else None."""
+        try:
+            assert self.cloud is not None
+            seen = self._chunks_fingerprint()
+        except Exception:
+            logger.debug("Could not read the chunks' fingerprint", exc_info=True)
+            return None
+        if seen == self._chunks_seen:
+            return None
+        return self.warm_relevance()
+
+    def _chunks_fingerprint(self) -> tuple[Any, ...]:
+        assert self.cloud is not None
+        row = self.cloud.database(self.database_id).query([(
+            "SELECT COUNT(*) AS n, MAX(updated_at) AS newest, TOTAL(LENGTH(text)) AS size FROM chunks", [])
+        ])[0]["results"][0]
+        return row["n"], row["newest"], row["size"]
 
     def warm_relevance(self, batch: int = 4) -> int:
         """Embed the sentences of every served chunk's reranker context for the local relevance
@@ -448,10 +479,11 @@ class DevServer:
         if ranker is None:
             return 0
         try:
+            self._chunks_seen = self._chunks_fingerprint()  # before reading: a change meanwhile is read next time
             rows = self.cloud.database(self.database_id).query(
                 [("SELECT heading_path, text FROM chunks ORDER BY site, url, ordinal", [])])[0]["results"]
             contexts = [rerank_context(json.loads(row["heading_path"] or "[]"), row["text"]) for row in rows]
-            count = ranker.warm(contexts, batch=batch)
+            count = ranker.warm(contexts, batch=batch, stop=self._stopped)
         except Exception:
             logger.exception("Could not prepare the local relevance model")
             return 0
@@ -511,6 +543,7 @@ class DevServer:
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop wrangler's process group and the local cloud; safe to call twice."""
+        self._stopped.set()
         process, self.process = self.process, None
         if process is not None:
             _stop_group(process, grace)
@@ -520,8 +553,9 @@ class DevServer:
         if self._server is not None:
             self._server.close()
             self._server = None
-        if self._warmup is not None:
-            self._warmup.join(timeout=grace)
+        for thread in (self._warmup, self._relevance):
+            if thread is not None:
+                thread.join(timeout=grace)
         if self.cloud is not None:
             self.cloud.close()
             self.cloud = None

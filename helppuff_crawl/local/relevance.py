@@ -182,12 +182,15 @@ class E5Relevance:
             return np.zeros((0, self.embedder.dimensions), dtype=np.float32)
         return np.stack([known[unit] for unit in units]).astype(np.float32)
 
-    def warm(self, texts: Sequence[str], batch: int = 32) -> int:
-        """Embed the sentences of `texts` not cached yet, `batch` at a time; the number embedded."""
+    def warm(self, texts: Sequence[str], batch: int = 32, stop: threading.Event | None = None) -> int:
+        """Embed the sentences of `texts` not cached yet, `batch` at a time, until `stop` is set; the
+        number embedded."""
         with self._lock:
             missing = list(dict.fromkeys(
                 unit for text in texts if text for unit in context_units(text) if unit not in self._cache))
         for start in range(0, len(missing), batch):
+            if stop is not None and stop.is_set():
+                return start
             self.unit_vectors(missing[start:start + batch])
         return len(missing)
 
