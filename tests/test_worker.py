@@ -1,4 +1,5 @@
-"""`helppuff worker`s as real processes on one local cloud queue: two side by side take each job once;
+"""`helppuff worker`s as real processes on one local cloud queue (and one in this process, for a refused ack):
+two side by side take each job once;
 one killed with kill -9 mid-job leaves its job to another after the visibility timeout, with no run
 left running; SIGTERM finishes in hand, records the run stopped and puts the job back; a job that
 keeps failing ends dead with its reason in `helppuff status`; a crawl's failed pages come back as a
@@ -18,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_twisted
 
 from helppuff_crawl.clock import iso, utc_now
-from tests.conftest import kb_rows, run_helppuff
+from tests.conftest import kb_rows, run_async, run_helppuff
 
 HELPPUFF = str(Path(sys.executable).parent / "helppuff")
 ROOT = Path(__file__).parent.parent
@@ -214,3 +216,50 @@ def test_a_job_naming_pages_recrawls_those_pages_only(serve_site, tmp_path: Path
     after = {row["url"]: row for row in kb_rows(tmp_path / "kb", "SELECT url, run_id, fetched_at FROM pages")}
     changed = {url for url in after if after[url] != before.get(url)}
     assert changed == {normal for normal in after if normal.endswith(("/services", "/contact"))}
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_refused_ack_does_not_end_a_long_running_worker(serve_site, tmp_path: Path, monkeypatch, capsys):  # type: ignore[no-untyped-def]
+    # The worker in this process (its crawl a real `helppuff crawl` child); Cloudflare Queues' ack
+    # endpoint refuses once (a fake of the outside edge: the client's own retries are spent).
+    import asyncio
+
+    from helppuff_crawl.cli.crawl import project_settings
+    from helppuff_crawl.cli.worker import Worker
+    from helppuff_crawl.cloudflare.client import CloudflareError
+    from helppuff_crawl.kb.crawl_queue import CrawlQueue
+
+    server = serve_site("acme-plumbing")
+    _known_sites(tmp_path, server.url, ["acme"])
+    request = _recrawl(tmp_path, "acme")
+    for name, value in _env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    real_ack, refusals = CrawlQueue.ack, []
+
+    async def ack(self: CrawlQueue, lease_id: str) -> None:
+        if not refusals:
+            refusals.append(lease_id)
+            raise CloudflareError(f"queues/{self.queue_id}/messages/ack", 500,
+                                  [{"code": 10001, "message": "Internal error"}], attempts=4)
+        await real_ack(self, lease_id)
+
+    monkeypatch.setattr(CrawlQueue, "ack", ack)
+    options = {"HELPPUFF_QUEUE_VISIBILITY": "2", "HELPPUFF_QUEUE_POLL": "0.3"}
+    worker = Worker(project_settings(options), [f"{k}={v}" for k, v in options.items()])
+    delivered = Worker.deliver
+
+    async def deliver(self: Worker, *args: Any) -> Any:
+        outcome = await delivered(self, *args)  # the first raises: its ack is refused
+        if "message acknowledged" in outcome.line:
+            self.stop()  # the message came back and was acknowledged: enough
+        return outcome
+
+    monkeypatch.setattr(Worker, "deliver", deliver)
+    status = yield run_async(asyncio.wait_for(worker.serve(once=False), 120))
+    out, err = capsys.readouterr()
+    assert status == 1  # a message it could not acknowledge is a failure to report, not a reason to stop
+    assert "queue: queues/" in err and "HTTP 500: 10001: Internal error (after 4 attempts)" in err
+    assert "comes back when its lease ends" in err and "Traceback" not in err
+    # The message came back after its lease, found its job done, and was acknowledged then.
+    assert out.strip().splitlines()[-1] == f"job {request} (acme): already done; message acknowledged"
+    assert _jobs(tmp_path)[0]["handled_at"] is not None

@@ -108,7 +108,18 @@ class Worker:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.stopping.wait(), queue.config.poll)
                     continue
-                outcome = await self.deliver(kb, queue, messages[0])
+                try:
+                    outcome = await self.deliver(kb, queue, messages[0])
+                except CloudflareError as exc:
+                    if once:
+                        raise
+                    # An ack or retry refused after the client's own retries: the job's row says what
+                    # became of it, and the message comes back when its lease ends, to be acknowledged
+                    # then ("already done") or run again. A long-running worker carries on.
+                    print(f"queue: {one_line(str(exc))}; message {messages[0].get('id')} comes back when its "
+                          "lease ends", file=sys.stderr, flush=True)
+                    failed = True
+                    continue
                 print(outcome.line, flush=True)
                 failed = failed or outcome.failed
         return 1 if failed else 0
