@@ -120,6 +120,37 @@ def test_a_gallery_or_comment_list_beside_kept_text_still_goes():
     assert "rusted tank" not in text and "Karol" not in text
 
 
+def test_a_grid_of_cards_beside_kept_text_stays_but_a_slider_of_stories_goes():
+    # trafilatura's verdict as it reads a tester's home page: its two paragraphs, not the four
+    # boxes between them (a heading and a line each), nor the slider of other stories.
+    prose = ("We test your backflow preventer every year, handle the required documentation, and can"
+             " complete many repairs during the same visit across Greater Vancouver.")
+    later = "Testing, repairs, documentation and submission are handled by one company from start to end."
+    cards = "".join(
+        f"<div class='trustbar__item'><span>0{n}</span><h3>{title}</h3><p>{line}</p></div>"
+        for n, (title, line) in enumerate([
+            ("Reports Filed for You", "We take care of the documentation and the submission."),
+            ("Repairs on the Same Visit", "Many common repairs can be completed during the appointment."),
+            ("No Payment Until Complete", "You pay once the work is done."),
+        ], 1))
+    stories = "".join(
+        f"<div class='rail__item swiper-slide'><h3>{title}</h3><p>{line}</p></div>"
+        for title, line in [("Spring", "Why irrigation valves fail after a frost"),
+                            ("Strata", "What a property manager keeps on file each year"),
+                            ("Permits", "How the city's reporting portal changed this spring")])
+    root = lxml.html.fromstring(
+        f"<div class='page'><p>{prose}</p><div class='trustbar__grid'>{cards}</div><p>{later}</p>"
+        f"<div class='swiper-wrapper'>{stories}</div></div>"
+    )
+    assert pruning.prune(root, f"{prose} {later}", "Backflow testing | Eagle Eye") > 0
+    text = " ".join(root.text_content().split())
+    assert prose in text and later in text
+    for kept in ("02", "Reports Filed for You", "We take care of the documentation and the submission.",
+                 "No Payment Until Complete", "You pay once the work is done."):
+        assert kept in text
+    assert "irrigation valves" not in text and "reporting portal" not in text
+
+
 def test_opening_hours_and_a_phone_card_stay_but_a_dateline_goes():
     # A practice's hours table and its "call us" card are short blocks trafilatura leaves out; a
     # story's dateline (a day and a time, beside its year) is left out too and still goes.

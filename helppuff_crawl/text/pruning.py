@@ -6,7 +6,8 @@ article text. On article-like pages (its pick has 50+ words in paragraphs of 15+
 blocks it left out go: related links, bylines, share bars, comments, a headline that only
 repeats the page title. Structure stays whole: a data table, a FAQ question, a list or table
 with most of its items kept, and the headings above kept text. So do a list without links that
-sits in kept text, a block with a tel: link or opening hours with the small card or table holding
+sits in kept text, and a grid of cards there (three or more boxes alike, each a heading and a line
+or two; not a slider), a block with a tel: link or opening hours with the small card or table holding
 it, and a badge of one to three words (a price, a duration) in a small card that keeps text: on a
 page without a container trafilatura knows (utility classes, plain <div>s) it reads the paragraphs
 alone, and a policy's rule lists, a treatment list, a "call us" card, a table of hours or a
@@ -46,9 +47,11 @@ _FOUND_SHARE = 0.7  # a block is in trafilatura's pick when this share of its wo
 _LINK_LIST_SHARE = 0.3  # a list or table with this share of its words in links is links (related, share, tags)
 # Class/id words of lists that are not the text even without links: photo galleries (their captions),
 # comment threads, author boxes.
-_ASIDE_WORDS = re.compile(r"galler|slider|carousel|slideshow|comment|author|byline|caption|credit")
+_ASIDE_WORDS = re.compile(r"galler|slider|swiper|carousel|slideshow|comment|author|byline|caption|credit")
 _CARD_CHARS = 300  # contact details keep the block holding them when it is this small (a card, a table of hours)
 _HEADING_LEVEL = {f"h{n}": n for n in range(1, 7)}
+_GRID_CARDS = 3  # a grid of cards has at least this many
+_CARD_HEADINGS = etree.XPath(".//h2|.//h3|.//h4|.//h5|.//h6")
 
 
 def _justext_stoplist() -> None:
@@ -135,8 +138,15 @@ def prune(root: lxml.html.HtmlElement, picked: str, title: str) -> int:
     # Structure stays whole.
     in_pick = frozenset(kept)  # trafilatura's own verdict, before structure adds to it
     order = {el: index for index, el in enumerate(telling)}
-    for whole in root.xpath(f".//table|.//ul|.//ol|.//*[@{FAQ_ATTR}='pair']"):
-        if whole.tag == "div":
+    grids = [el for el in root.iter("div", "section", "ul", "ol") if _card_grid(el)]
+    for whole in [*root.xpath(f".//table|.//ul|.//ol|.//*[@{FAQ_ATTR}='pair']"), *grids]:
+        if whole in grids:
+            # A grid of cards (the same kind of box, each a heading and a line or two: "02 Reports
+            # Filed for You / We take care of the documentation...") is a list drawn as boxes.
+            always = (_link_share(whole) < _LINK_LIST_SHARE and not _named_aside(whole, root)
+                      and _beside(whole, telling, order, kept, in_pick))
+            parts = [child for child in whole if isinstance(child.tag, str)]
+        elif whole.tag == "div":
             question = collapse(whole[0].text_content()) if len(whole) else ""
             always = question.endswith("?")
             parts = [whole]
@@ -229,6 +239,20 @@ def _beside(whole: lxml.html.HtmlElement, telling: list[lxml.html.HtmlElement], 
     before = telling[min(inside) - 1] if min(inside) > 0 else None
     after = telling[max(inside) + 1] if max(inside) + 1 < len(telling) else None
     return (before is not None and before in kept) or (after is not None and after in in_pick)
+
+
+def _card_grid(el: lxml.html.HtmlElement) -> bool:
+    """Whether `el` holds only cards, at least `_GRID_CARDS` of them: children of one tag and first
+    class, each with a heading of its own and at most `_CARD_CHARS` of text."""
+    children = [child for child in el if isinstance(child.tag, str)]
+    if len(children) < _GRID_CARDS:
+        return False
+    kind = (children[0].tag, (children[0].get("class") or "").split()[:1])
+    return all(
+        (child.tag, (child.get("class") or "").split()[:1]) == kind
+        and _CARD_HEADINGS(child) and text_length(child) <= _CARD_CHARS
+        for child in children
+    )
 
 
 def _card(el: lxml.html.HtmlElement, root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
