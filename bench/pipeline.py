@@ -1,7 +1,7 @@
 """Where a crawl's time goes: the full pipeline over the shared real sites, CPU per page by stage,
 beside the embedding model's own throughput measured alone in the same run.
 
-    .venv/bin/python bench/pipeline.py [--rounds 3] [--model @local/...] [--sites a,b] [--fixtures]
+    .venv/bin/python bench/pipeline.py [--rounds 3] [--model @local/...] [--sites a,b] [--fixtures] [--ref DIR]
 
 Each site of ../shared/data/sites (tests/realsites.py serves it on 127.0.0.1 as its host would,
 from this process) is crawled with the real pipeline on the embedded local default (render_js
@@ -23,6 +23,10 @@ stage, and "model busy" twice: the wall time a model call was running during the
 crawl's wall time, and the crawl's embedding throughput (tokens over crawl wall) over the solo
 one. Targets (the issue's): everything but the model at most 30 ms of CPU per page; the model
 kept at least 90% busy. This is a benchmark, not a test.
+
+`--ref DIR` (another checkout of the project, e.g. `git worktree add --detach ../ref main`) crawls
+each site with that checkout's code too, its crawl and this one's back to back in each round (the
+order alternating), and prints its table beside this one's: a before and after in the same conditions.
 """
 
 from __future__ import annotations
@@ -126,10 +130,12 @@ def child(site: str, url: str, data_dir: str, model: str) -> None:
 # --- the parent: servers, rounds, medians ----------------------------------------------------
 
 
-def run_child(site: str, url: str, model: str) -> dict[str, Any]:
+def run_child(site: str, url: str, model: str, root: Path = ROOT) -> dict[str, Any]:
+    """One crawl in a child process, with the code of the checkout at `root`."""
     with tempfile.TemporaryDirectory() as data_dir:
-        out = subprocess.run([sys.executable, __file__, "--child", site, url, data_dir, model], cwd=ROOT,
-                             capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        out = subprocess.run([sys.executable, str(root / "bench" / "pipeline.py"), "--child", site, url, data_dir,
+                              model], cwd=root, capture_output=True, text=True,
+                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if out.returncode:
         raise RuntimeError(f"the crawl of {site} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -200,10 +206,16 @@ def main() -> None:
     parser.add_argument("--sites", default=",".join(REAL_SITES), help="comma-separated shared real sites")
     parser.add_argument("--fixtures", action="store_true", help="also crawl tests/sites acme-plumbing and northside-dental")
     parser.add_argument("--json", type=Path, help="write every crawl's figures here")
+    parser.add_argument("--ref", type=Path, help="another checkout, crawled back to back with this one")
     args = parser.parse_args()
+    trees = {"this": ROOT}
+    if args.ref is not None:
+        if not (args.ref / "bench" / "pipeline.py").is_file():
+            parser.error(f"--ref: {args.ref} holds no bench/pipeline.py")
+        trees["ref"] = args.ref.resolve()
 
     servers = _servers([s for s in args.sites.split(",") if s], args.fixtures)
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {tree: {name: [] for name in servers} for tree in trees}
     print(f"model {args.model}; {len(servers)} sites, {args.rounds} rounds; CPU per page in ms "
           f"(thread CPU time by stage, HELPPUFF_PROFILE_STAGES)", flush=True)
     try:
@@ -211,29 +223,34 @@ def main() -> None:
             server.__enter__()
         for round_ in range(args.rounds):
             order = list(servers) if round_ % 2 == 0 else list(reversed(servers))
-            for name in order:
-                r = run_child(name, servers[name].url, args.model)
-                runs[name].append(r)
-                f = summarise([r])
-                print(f"round {round_ + 1} {name:<20} {r['pages']:>3} pages in {r['seconds']:6.2f} s, "
-                      f"non-model {f['not_model']:5.1f} ms/page, embed {f['embed']:6.1f} ms/page, "
-                      f"busy {f['busy_wall']:.0%} (wall) {f['busy_rate']:.0%} (rate); model load {r['load_s']:.1f} s",
-                      flush=True)
+            for turn, name in enumerate(order):
+                tree_order = list(trees) if (round_ + turn) % 2 == 0 else list(reversed(trees))
+                for tree in tree_order:
+                    r = run_child(name, servers[name].url, args.model, trees[tree])
+                    runs[tree][name].append(r)
+                    f = summarise([r])
+                    print(f"round {round_ + 1} {tree:<4} {name:<20} {r['pages']:>3} pages in {r['seconds']:6.2f} s, "
+                          f"non-model {f['not_model']:5.1f} ms/page, embed {f['embed']:6.1f} ms/page, "
+                          f"busy {f['busy_wall']:.0%} (wall) {f['busy_rate']:.0%} (rate); "
+                          f"model load {r['load_s']:.1f} s", flush=True)
     finally:
         for server in servers.values():
             server.__exit__(None, None, None)
     if args.json:
-        args.json.write_text(json.dumps(runs, indent=1), encoding="utf-8")
-    rows = {name: median_of([summarise([r]) for r in site_runs]) for name, site_runs in runs.items()}
-    rows["all sites"] = median_of([summarise([site_runs[i] for site_runs in runs.values()])
-                                   for i in range(args.rounds)])
-    print()
-    print_table(rows)
-    overall = rows["all sites"]
-    print(f"\nmedians of {args.rounds} rounds. Non-model CPU {overall['not_model']:.1f} ms/page (target <= 30); "
-          f"model busy {overall['busy_rate']:.0%} of its solo throughput, {overall['busy_wall']:.0%} of the wall "
-          f"(target >= 90%). Model CPU per text: crawl {overall['crawl_embed_cpu_ms_text']:.0f} ms, "
-          f"solo {overall['solo_cpu_ms_text']:.0f} ms.")
+        args.json.write_text(json.dumps(runs if args.ref is not None else runs["this"], indent=1), encoding="utf-8")
+    for tree, tree_runs in runs.items():
+        rows = {name: median_of([summarise([r]) for r in site_runs]) for name, site_runs in tree_runs.items()}
+        rows["all sites"] = median_of([summarise([site_runs[i] for site_runs in tree_runs.values()])
+                                       for i in range(args.rounds)])
+        print()
+        if args.ref is not None:
+            print(f"{tree}: {trees[tree]}")
+        print_table(rows)
+        overall = rows["all sites"]
+        print(f"\nmedians of {args.rounds} rounds. Non-model CPU {overall['not_model']:.1f} ms/page (target <= 30); "
+              f"model busy {overall['busy_rate']:.0%} of its solo throughput, {overall['busy_wall']:.0%} of the wall "
+              f"(target >= 90%). Model CPU per text: crawl {overall['crawl_embed_cpu_ms_text']:.0f} ms, "
+              f"solo {overall['solo_cpu_ms_text']:.0f} ms.")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ pages, unchanged passages keep their vectors, and a failed call fails only its p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ async def _batches_across_pages(tmp_path: Path) -> None:
     pages = [_ready(parts, fetched_page(f"{A}/p{n}", _markdown(n))) for n in range(6)]
     assert all(len(page.chunks) == 1 for page in pages)
     assert parts.embed is not None
+    # The batches of a remote model, whose calls are requests: a partial batch lingers.
+    parts.embed.config = dataclasses.replace(parts.embed.config, send_when_idle=False)
+    parts.embed.open_spider()
     waiting = [asyncio.ensure_future(parts.embed.process_item(page)) for page in pages]
     await asyncio.sleep(0.2)
     # Four texts made a full batch at once; the other two wait for more pages (linger: 5 s)...
@@ -59,18 +63,26 @@ def test_batches_fill_across_pages(tmp_path: Path):  # type: ignore[no-untyped-d
     yield run_async(_batches_across_pages(tmp_path))
 
 
-async def _quiet_sends_partial(tmp_path: Path) -> None:
-    parts = await open_parts(tmp_path, HELPPUFF_EMBED_BATCH_SIZE=32, HELPPUFF_EMBED_LINGER=0.05)
-    assert parts.embed is not None
-    page = await asyncio.wait_for(parts.embed.process_item(_ready(parts, fetched_page(f"{A}/p1", _markdown(1)))), 5)
-    # No other page came: after the linger the page's one text went alone, and the page moved on.
+async def _partial_batch_sent(tmp_path: Path, send_when_idle: bool, linger: float) -> None:
+    parts = await open_parts(tmp_path, HELPPUFF_EMBED_BATCH_SIZE=32, HELPPUFF_EMBED_LINGER=linger)
+    assert parts.embed is not None and parts.embed.config.send_when_idle  # the local cloud
+    if not send_when_idle:  # as on Cloudflare
+        parts.embed.config = dataclasses.replace(parts.embed.config, send_when_idle=False)
+        parts.embed.open_spider()
+    page = await asyncio.wait_for(parts.embed.process_item(_ready(parts, fetched_page(f"{A}/p1", _markdown(1)))), 30)
+    # No other page came: the page's one text went alone, and the page moved on.
     assert [len(batch) for batch in parts.embedder.batches] == [1] and page.lesson.vectors
     await parts.close()
 
 
 @pytest_twisted.inlineCallbacks
-def test_a_page_never_waits_for_a_batch_that_will_not_fill(tmp_path: Path):  # type: ignore[no-untyped-def]
-    yield run_async(_quiet_sends_partial(tmp_path))
+@pytest.mark.parametrize(("send_when_idle", "linger"), [
+    (False, 0.05),  # on Cloudflare, once the linger is over
+    (True, 600.0),  # in the local cloud at once, the model being idle: a linger no test waits out
+])
+def test_a_page_never_waits_for_a_batch_that_will_not_fill(  # type: ignore[no-untyped-def]
+        tmp_path: Path, send_when_idle: bool, linger: float):
+    yield run_async(_partial_batch_sent(tmp_path, send_when_idle, linger))
 
 
 async def _reuse(tmp_path: Path) -> None:
@@ -135,8 +147,13 @@ def test_pages_without_chunks_pass_through(tmp_path: Path):  # type: ignore[no-u
 def test_config_from_the_settings(tmp_path: Path) -> None:
     config = EmbedConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
     assert (config.batch_size, config.concurrency, config.linger) == (32, 2, 0.05)
+    assert config.send_when_idle  # the local cloud
     assert (config.index.model, config.index.dimensions, config.index.index) == (default_model(remote=False), 384,
                                                                                   "helppuff")
+    remote = EmbedConfig.from_settings(component_crawler(**crawl_settings(
+        tmp_path, HELPPUFF_CLOUDFLARE_API_TOKEN="token", HELPPUFF_CLOUDFLARE_ACCOUNT_ID="account")).settings)
+    assert not remote.send_when_idle  # on Cloudflare every call is a request: a partial batch lingers
+    assert remote.index.model == default_model(remote=True)
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [

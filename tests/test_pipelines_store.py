@@ -236,3 +236,22 @@ def test_writes_not_applied_in_time_are_counted_pending_not_missing(tmp_path: Pa
     report = end["report"]
     assert report["pending"] == len(end["chunks"]) and report["missing_vectors"] == [] and report["vectors"] == 0
     assert not report["consistent"] and end["run"] == "done"  # the writes were accepted: the run is not failed
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_crawl_never_waits_out_the_linger_once_nothing_more_can_come(serve_site, tmp_path: Path):  # type: ignore[no-untyped-def]
+    # A linger no test waits out, and sends that never fill: only the crawl's being drained (nothing to
+    # download, nothing scheduled, every page in hand waiting for its write) sends its pages.
+    from twisted.internet import reactor
+
+    from tests.conftest import make_crawler, project_settings
+
+    server = serve_site("acme-plumbing")
+    crawler = make_crawler(project_settings(tmp_path, HELPPUFF_RENDER_JS="never", HELPPUFF_STORE_LINGER=600.0,
+                                            HELPPUFF_STORE_BATCH_PAGES=1000))
+    yield crawler.crawl(url=server.url, site="acme").addTimeout(120, reactor)
+    stats: dict[str, Any] = crawler.stats.get_stats()
+    assert stats["helppuff/store/status/ok"] > 0 and not stats.get("helppuff/store/finish_error")
+    assert 1 <= stats["helppuff/store/sends"] < stats["helppuff/store/pages"]  # still pages written together
+    rows = kb_rows(tmp_path / "kb", "SELECT status FROM pages WHERE site = 'acme'")
+    assert len(rows) == stats["helppuff/store/pages"]

@@ -7,6 +7,14 @@ pages are in), what is queued is sent as it is, when a call slot is free (while 
 texts go on queueing and fill the batch instead). `flush()` sends what is left and waits for every
 call; from then on, texts are sent as soon as they are submitted.
 
+With `send_when_idle`, a partial batch does not linger while no call is in flight: texts submitted
+then are sent at once, and what queued during a call is sent as soon as the last call in flight is
+answered. The texts that come while a call runs still fill the next batch. That is for a model whose
+cost is per text, not per call, and that nothing else keeps busy (the local cloud's, which runs one
+call at a time: waiting a second for a fuller batch is a second of the model idle, and a batch of one
+costs the same per text as a batch of 32 and gives the same vectors). A remote model's calls are
+requests within an account's rate limit, so there a partial batch lingers.
+
 A failed call fails the futures of its texts with the error (after the client's own retries), so
 each page that waits on them fails with the reason, and the others carry on.
 """
@@ -24,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 class EmbeddingBatcher:
     def __init__(self, embed: EmbedFn, batch_size: int, max_in_flight: int = 2, linger: float = 1.0,
-                 on_batch: Callable[[list[str]], None] | None = None) -> None:
+                 on_batch: Callable[[list[str]], None] | None = None, send_when_idle: bool = False) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if max_in_flight < 1:
@@ -39,6 +47,7 @@ class EmbeddingBatcher:
         self._queue: list[tuple[str, asyncio.Future[list[float]]]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._on_batch = on_batch
+        self._send_when_idle = send_when_idle
         self._draining = False
         self._timer: asyncio.TimerHandle | None = None
         self._overdue = False  # the queue went quiet while every slot was busy
@@ -50,6 +59,8 @@ class EmbeddingBatcher:
         futures = [loop.create_future() for _ in texts]
         self._queue.extend(zip(texts, futures, strict=True))
         while len(self._queue) >= self.batch_size or (self._draining and self._queue):
+            self._send_next()
+        if self._idle():
             self._send_next()
         self._restart_timer(loop)
         return futures
@@ -70,6 +81,10 @@ class EmbeddingBatcher:
             self._overdue = True
             return
         self._send_next()
+
+    def _idle(self) -> bool:
+        """Texts wait, and no call is in flight to fill a batch behind (send_when_idle only)."""
+        return self._send_when_idle and self._in_flight == 0 and bool(self._queue)
 
     def _send_next(self) -> None:
         batch = self._queue[: self.batch_size]
@@ -102,6 +117,8 @@ class EmbeddingBatcher:
             self._in_flight -= 1
             if self._overdue and self._queue:
                 self._overdue = False
+                self._send_next()
+            elif self._idle():
                 self._send_next()
 
     async def flush(self) -> None:

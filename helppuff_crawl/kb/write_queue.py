@@ -2,8 +2,8 @@
 
 `await queue.write(page_write)` returns once the page is in the knowledge base (or raises why it is
 not). Writes wait in the queue until `max_pages` are queued, or until no write came for `linger`
-seconds (the crawl went quiet, or its last pages are in), then go together through
-`KnowledgeWriter.write_pages`, one send at a time. When a shared send fails, each of its pages is
+seconds (the crawl went quiet, or its last pages are in), or `send_queued()` is called (the crawl
+knows nothing more will come), then go together through `KnowledgeWriter.write_pages`, one send at a time. When a shared send fails, each of its pages is
 sent again on its own, so that one bad page fails alone and the others are written. `flush()` sends
 what is left and waits; from then on, writes go at once.
 """
@@ -53,6 +53,10 @@ class PageWriteQueue:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = loop.call_later(self.linger, self._send_queued)
+
+    def send_queued(self) -> None:
+        """Send what is queued now, without waiting for the linger (later writes queue as before)."""
+        self._send_queued()
 
     def _send_queued(self) -> None:
         if self._timer is not None:

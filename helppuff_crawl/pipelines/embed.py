@@ -4,10 +4,11 @@ For a fetched page with chunks (ChunkPipeline), the rows of its passages are mad
 the knowledge base: a row whose live vector was embedded from the same text by the site's model keeps
 it (kb/learn.prepare). The others' texts go to the batcher (embed/batcher.py: at most
 HELPPUFF_EMBED_BATCH_SIZE texts per call, HELPPUFF_EMBED_CONCURRENCY calls in flight, a partial batch
-sent once no text came for HELPPUFF_EMBED_LINGER seconds), and the page waits for its vectors. The
-page leaves with `Page.lesson` (kb/learn.Lesson: rows and new vectors) for the store pipeline; a
-failed call leaves the reason in `lesson.error`, so the store records the page failed and the others
-carry on. Pages that were not fetched, or have no chunks, pass through untouched.
+sent once no text came for HELPPUFF_EMBED_LINGER seconds; in the local cloud, sent at once while no
+call is in flight, so that the model on this machine never waits for a fuller batch), and the page
+waits for its vectors. The page leaves with `Page.lesson` (kb/learn.Lesson: rows and new vectors)
+for the store pipeline; a failed call leaves the reason in `lesson.error`, so the store records the
+page failed and the others carry on. Pages that were not fetched, or have no chunks, pass through untouched.
 
 The embedder is injected (`EmbedPipeline(crawler, kb, embedder)`; from_crawler builds the Workers AI
 one for HELPPUFF_EMBED_MODEL, on Cloudflare or in the local cloud). `embed(texts)` lends it to the
@@ -50,10 +51,12 @@ class EmbedConfig:
     batch_size: int
     concurrency: int
     linger: float
+    send_when_idle: bool  # the local cloud: the model is this machine's, its cost per text (embed/batcher.py)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> EmbedConfig:
-        index = IndexConfig.from_settings(settings, BackendConfig.from_settings(settings).remote)
+        remote = BackendConfig.from_settings(settings).remote
+        index = IndexConfig.from_settings(settings, remote)
         batch = settings.getint("HELPPUFF_EMBED_BATCH_SIZE")
         most = EMBEDDING_MODELS[index.model].max_batch
         batch = batch or most  # 0: the model's own batch
@@ -65,7 +68,7 @@ class EmbedConfig:
         linger = settings.getfloat("HELPPUFF_EMBED_LINGER")
         if linger <= 0:
             raise ValueError(f"HELPPUFF_EMBED_LINGER must be > 0 seconds, got {linger}")
-        return cls(index, batch, concurrency, linger)
+        return cls(index, batch, concurrency, linger, send_when_idle=not remote)
 
 
 class EmbedPipeline:
@@ -93,7 +96,8 @@ class EmbedPipeline:
         self.stats.set_value("helppuff/embed/model", self.embedder.model)
         self.batcher = EmbeddingBatcher(self.embed, self.config.batch_size, self.config.concurrency,
                                         self.config.linger,
-                                        on_batch=lambda texts: self.stats.inc_value("helppuff/embed/batches"))
+                                        on_batch=lambda texts: self.stats.inc_value("helppuff/embed/batches"),
+                                        send_when_idle=self.config.send_when_idle)
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """The embedder's vectors for `texts`, its calls and tokens counted in the stats."""

@@ -10,7 +10,9 @@ Pages are written together (kb/write_queue.py: HELPPUFF_STORE_BATCH_PAGES pages 
 queued after HELPPUFF_STORE_LINGER quiet seconds): a send is one D1 transaction for every page's
 chunks and row, one Vectorize upload and one delete. Each page still waits for its own write and
 is recorded with the status that was written; a shared send that fails is retried page by page, so
-one bad page fails alone.
+one bad page fails alone. Once nothing more can come (no request scheduled or downloading, the start
+requests done, and every item the scraper holds a page waiting here for its write), what is queued
+is sent at once: the crawl's last pages, and the work after them, need not wait out the linger.
 
 Per page, after the embed pipeline:
 
@@ -56,6 +58,7 @@ helppuff/store/mended/<what>, helppuff/vectors/{written,deleted,pending}, helppu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
@@ -138,6 +141,7 @@ class StorePipeline:
         self.page_texts = CrawlPageTexts.from_settings(crawler.settings)  # footers, for facts from the pages
         self.known: KnownSite | None = None
         self.queue: PageWriteQueue | None = None
+        self._waiting = 0  # items waiting here for their write
         self._leaving: list[str] = []
         self._relearn = False  # the site's model or chunk sizes changed: every page is learned again
 
@@ -224,8 +228,18 @@ class StorePipeline:
     async def _write(self, write: PageWrite) -> None:
         if self.queue is None:  # not opened (a test driving process_item alone): one page, at once
             await self.writer.write_pages(self.run.config.site, [write])
-        else:
+            return
+        self._waiting += 1
+        # Once the write is queued (the queue's turn comes first): is it the last one to come?
+        asyncio.get_running_loop().call_soon(self._send_if_drained)
+        try:
             await self.queue.write(write)
+        finally:
+            self._waiting -= 1
+
+    def _send_if_drained(self) -> None:
+        if self.queue is not None and self._waiting and _drained(self.crawler, self._waiting):
+            self.queue.send_queued()
 
     async def _save_row(self, row: dict[str, Any]) -> None:
         await self._write(PageWrite(row["url"], None, {}, pages.page_row_statement(row)))
@@ -271,6 +285,23 @@ class StorePipeline:
             logger.warning("Could not see whether Vectorize applied the crawl's writes: %s", exc,
                            extra={"spider": self.crawler.spider})
         self.stats.set_value("helppuff/vectors/pending", len(self.writer.pending_ids))
+
+
+def _drained(crawler: Crawler, waiting: int) -> bool:
+    """Nothing more can reach the store: no request scheduled or in the downloader, the spider's start
+    requests done, no response waiting to be parsed, and the responses in hand and the items in the
+    pipelines are no more than the `waiting` pages (one item per response), each waiting for its write.
+    False when the engine is not one this reads (another Scrapy): the queue's linger then decides."""
+    engine = crawler.engine
+    try:
+        scraper = engine.scraper.slot  # type: ignore[union-attr]
+        return bool(scraper is not None and not scraper.queue and len(scraper.active) <= waiting
+                    and scraper.itemproc_size <= waiting and not engine.downloader.active  # type: ignore[union-attr]
+                    and engine._start is None  # type: ignore[union-attr]
+                    and engine._slot is not None  # type: ignore[union-attr]
+                    and not engine._slot.scheduler.has_pending_requests())  # type: ignore[union-attr]
+    except AttributeError:
+        return False
 
 
 class _NotEmbedded(Exception):

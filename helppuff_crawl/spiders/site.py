@@ -277,6 +277,11 @@ class CrawlConfig:
 
 class SiteSpider(scrapy.Spider):
     name = "site"
+    # Scrapy checks a callback for a generator's return value on its first response by reading the
+    # method's source and parsing it: about 90 ms of CPU once per crawl process (each crawl is one),
+    # a tenth of a small site's own work. tests/test_spiders_site.py runs the same check on every
+    # callback of the spider instead.
+    custom_settings = {"WARN_ON_GENERATOR_RETURN_VALUE": False}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.args = SiteArgs.parse(**kwargs)
