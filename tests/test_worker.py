@@ -1,9 +1,8 @@
-"""`helppuff worker`s as real processes on one local cloud queue (and one in this process, for a refused ack):
-two side by side take each job once;
+"""`helppuff worker`s as real processes on one local cloud queue: two side by side take each job once;
 one killed with kill -9 mid-job leaves its job to another after the visibility timeout, with no run
 left running; SIGTERM finishes in hand, records the run stopped and puts the job back; a job that
 keeps failing ends dead with its reason in `helppuff status`; a crawl's failed pages come back as a
-delayed retry job."""
+delayed retry job; an ack refused once does not end a long-running worker."""
 
 from __future__ import annotations
 
@@ -19,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_twisted
 
 from helppuff_crawl.clock import iso, utc_now
-from tests.conftest import kb_rows, run_async, run_helppuff
+from tests.conftest import kb_rows, run_helppuff
 
 HELPPUFF = str(Path(sys.executable).parent / "helppuff")
 ROOT = Path(__file__).parent.parent
@@ -218,48 +216,30 @@ def test_a_job_naming_pages_recrawls_those_pages_only(serve_site, tmp_path: Path
     assert changed == {normal for normal in after if normal.endswith(("/services", "/contact"))}
 
 
-@pytest_twisted.inlineCallbacks
-def test_a_refused_ack_does_not_end_a_long_running_worker(serve_site, tmp_path: Path, monkeypatch, capsys):  # type: ignore[no-untyped-def]
-    # The worker in this process (its crawl a real `helppuff crawl` child); Cloudflare Queues' ack
-    # endpoint refuses once (a fake of the outside edge: the client's own retries are spent).
-    import asyncio
-
-    from helppuff_crawl.cli.crawl import project_settings
-    from helppuff_crawl.cli.worker import Worker
-    from helppuff_crawl.cloudflare.client import CloudflareError
-    from helppuff_crawl.kb.crawl_queue import CrawlQueue
-
+def test_a_refused_ack_does_not_end_a_long_running_worker(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A worker whose first ack Cloudflare Queues refuses (tests/refusing_ack_worker.py: a fake of that
+    # edge, after the client's own retries), its crawl a real `helppuff crawl` child.
     server = serve_site("acme-plumbing")
     _known_sites(tmp_path, server.url, ["acme"])
     request = _recrawl(tmp_path, "acme")
-    for name, value in _env(tmp_path).items():
-        monkeypatch.setenv(name, value)
-    real_ack, refusals = CrawlQueue.ack, []
-
-    async def ack(self: CrawlQueue, lease_id: str) -> None:
-        if not refusals:
-            refusals.append(lease_id)
-            raise CloudflareError(f"queues/{self.queue_id}/messages/ack", 500,
-                                  [{"code": 10001, "message": "Internal error"}], attempts=4)
-        await real_ack(self, lease_id)
-
-    monkeypatch.setattr(CrawlQueue, "ack", ack)
-    options = {"HELPPUFF_QUEUE_VISIBILITY": "2", "HELPPUFF_QUEUE_POLL": "0.3"}
-    worker = Worker(project_settings(options), [f"{k}={v}" for k, v in options.items()])
-    delivered = Worker.deliver
-
-    async def deliver(self: Worker, *args: Any) -> Any:
-        outcome = await delivered(self, *args)  # the first raises: its ack is refused
-        if "message acknowledged" in outcome.line:
-            self.stop()  # the message came back and was acknowledged: enough
-        return outcome
-
-    monkeypatch.setattr(Worker, "deliver", deliver)
-    status = yield run_async(asyncio.wait_for(worker.serve(once=False), 120))
-    out, err = capsys.readouterr()
-    assert status == 1  # a message it could not acknowledge is a failure to report, not a reason to stop
-    assert "queue: queues/" in err and "HTTP 500: 10001: Internal error (after 4 attempts)" in err
-    assert "comes back when its lease ends" in err and "Traceback" not in err
-    # The message came back after its lease, found its job done, and was acknowledged then.
-    assert out.strip().splitlines()[-1] == f"job {request} (acme): already done; message acknowledged"
+    worker = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "refusing_ack_worker.py"), "-s", "HELPPUFF_QUEUE_VISIBILITY=2",
+         "-s", "HELPPUFF_QUEUE_POLL=0.3"],
+        cwd=ROOT, env={**_env(tmp_path), "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        # The message comes back after its lease, finds its job done, and is acknowledged then.
+        _wait(lambda: any(r["status"] == "done" for r in kb_rows(tmp_path / "kb", "SELECT status FROM crawl_runs "
+                                                                  "WHERE id NOT LIKE 'seed-%'")), 90, "the crawl")
+        # The 2 s lease ends, the message is pulled again and acknowledged: the queue is empty.
+        queue = tmp_path / "kb" / "queues" / "queues.sqlite3"
+        _wait(lambda: sqlite3.connect(queue).execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0,
+              60, "the message acknowledged")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 1, out + err  # a message it could not acknowledge is reported, not fatal
+    assert "queue: queues/" in err and "HTTP 500: 10001: Internal error (after 4 attempts)" in err, err
+    assert "comes back when its lease ends" in err and "Traceback" not in err, err
+    assert out.strip().splitlines()[-1] == f"job {request} (acme): already done; message acknowledged", out + err
     assert _jobs(tmp_path)[0]["handled_at"] is not None
