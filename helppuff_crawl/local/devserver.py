@@ -445,10 +445,9 @@ class DevServer:
             self.warm_relevance_if_changed()
 
     def warm_relevance_if_changed(self) -> int | None:
-        """`warm_relevance` when the chunks changed since it last ran (their count, newest update and
-        total length differ), else None."""
+        """`warm_relevance` when the chunks changed since it last ran (their count or newest update
+        differ: every chunk written gets the time of its write), else None."""
         try:
-            assert self.cloud is not None
             seen = self._chunks_fingerprint()
         except Exception:
             logger.debug("Could not read the chunks' fingerprint", exc_info=True)
@@ -460,9 +459,9 @@ class DevServer:
     def _chunks_fingerprint(self) -> tuple[Any, ...]:
         assert self.cloud is not None
         row = self.cloud.database(self.database_id).query([(
-            "SELECT COUNT(*) AS n, MAX(updated_at) AS newest, TOTAL(LENGTH(text)) AS size FROM chunks", [])
+            "SELECT COUNT(*) AS n, MAX(updated_at) AS newest FROM chunks", [])
         ])[0]["results"][0]
-        return row["n"], row["newest"], row["size"]
+        return row["n"], row["newest"]
 
     def warm_relevance(self, batch: int = 4) -> int:
         """Embed the sentences of every served chunk's reranker context for the local relevance

@@ -478,9 +478,8 @@ class LocalVectorIndex:
             loaded = self._load()
             created = dict(self._conn.execute("SELECT property_name, seq FROM metadata_indexes").fetchall())
             indexed = self.metadata_indexes()
+            rows, matrix, norms = loaded.scope(namespace)  # cached in `loaded`: made once, under the lock
         predicate = compile_filter(filter or {}, indexed, created)
-        with self._lock:  # the scope is cached in `loaded`: made once, under the index's lock
-            rows, matrix, norms = loaded.scope(namespace)
         if filter:
             wanted = np.asarray([predicate(loaded.metadata[i], loaded.seqs[i]) for i in rows.tolist()], dtype=bool)
             rows, matrix, norms = rows[wanted], matrix[wanted], norms[wanted]
