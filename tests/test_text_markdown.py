@@ -429,3 +429,28 @@ def test_to_markdown_converts_an_element() -> None:
     doc = parse_html("<div><h2>Hi</h2><ul><li>a</li><li>b</li></ul></div>")
     assert doc is not None
     assert to_markdown(doc.find(".//div")) == "## Hi\n\n- a\n- b"
+
+
+def test_converter_tags_find_their_parents_as_bs4_does():
+    """The converter's Tag class walks up for `find_parent(name)`; it finds what bs4's own search finds."""
+    from bs4 import BeautifulSoup, Tag
+
+    from helppuff_crawl.text.markdown import _CONVERTER, _Tag
+
+    assert _CONVERTER.options["bs4_options"]["element_classes"] == {Tag: _Tag}
+
+    markup = ("<div class='a'><pre><code><b>x</b></code></pre><section class='b'><p><i>y</i></p></section>"
+              "<table><tr><td><span>z</span></td></tr></table></div>")
+    ours = BeautifulSoup(markup, "lxml", element_classes={Tag: _Tag})
+    theirs = BeautifulSoup(markup, "lxml")
+    assert all(type(tag) is _Tag for tag in ours.find_all(True))
+    for name in ("pre", "table", "section", "div", "ul", "body", "html"):
+        for mine, bs4s in zip(ours.find_all(True), theirs.find_all(True), strict=True):
+            found, expected = mine.find_parent(name), bs4s.find_parent(name)
+            assert (found is None) == (expected is None)
+            if found is not None:
+                assert str(found) == str(expected)
+    # any other question goes to bs4's own search
+    assert ours.find("i").find_parent("section", class_="b")["class"] == ["b"]
+    assert ours.find("i").find_parent("section", class_="c") is None
+    assert ours.find("i").find_parent(["section", "div"]).name == "section"

@@ -26,6 +26,24 @@ def test_justext_stoplist_is_the_one_trafilatura_builds(monkeypatch):
     assert trafilatura.external.JT_STOPLIST is ours
 
 
+def test_justext_stoplist_is_hashed_once(monkeypatch):
+    """justext looks its stoplist up in an lru_cache at every paragraph classification: the
+    stoplist's hash must be kept, not computed over its 154,000 words at each page."""
+    monkeypatch.setattr(trafilatura.external, "JT_STOPLIST", None)
+    pruning._justext_stoplist()
+    ours = trafilatura.external.JT_STOPLIST
+    assert isinstance(ours, frozenset)  # CPython keeps a frozenset's hash once computed (a tuple's, never)
+    page = lxml.html.fromstring(
+        "<html><body><div><p>" + "We bake bread and cakes every morning for the neighbourhood. " * 6
+        + "</p></div><div><a href='/'>Home</a></div></body></html>")
+    calls = []
+    real = trafilatura.external.classify_paragraphs
+    monkeypatch.setattr(trafilatura.external, "classify_paragraphs",
+                        lambda paragraphs, stoplist, *args: calls.append(stoplist) or real(paragraphs, stoplist, *args))
+    trafilatura.external.try_justext(page, None, None)
+    assert calls and calls[0] is ours  # what justext is given is the set made here
+
+
 # -- what trafilatura's pick leaves out but a visitor needs ----------------------------------------------------
 # A page with no container trafilatura knows (Tailwind utility classes, a plain <div>) is read for its
 # paragraphs alone: its lists, and the headings over them, are not in the pick. A list without links
