@@ -116,6 +116,19 @@ def test_context_units_are_its_sentences_after_its_first_line() -> None:
     assert len(context_units("H\n" + "A sentence of some length. " * 100)) == MAX_UNITS
 
 
+def test_a_name_and_its_price_on_lines_of_their_own_are_one_sentence() -> None:
+    # A menu as a site built it (../shared/data/sites, the bakery): each name, then its price, a line each.
+    context = "Menu\nAll\nPastry\nCake\nEgg Tart\n$2.99\nMochi\n$2.99\nPineapple Bun\n$2.79\nTel: (718) 353-0832\n11354"
+    assert context_units(context) == [
+        "Menu: All Pastry Cake",  # short lines read together
+        "Menu: Egg Tart $2.99",
+        "Menu: Mochi $2.99",  # a name and its price, however short
+        "Menu: Pineapple Bun $2.79",  # a price follows the name it is on the line after
+        "Menu: Tel: (718) 353-0832 11354",
+    ]
+    assert context_units("Hours\n$2.99\nOpen daily from six") == ["Hours: $2.99 Open daily from six"]
+
+
 def test_the_best_sentence_counts_not_the_whole_passage() -> None:
     # One sentence answers; the passage's other sentences are about something else.
     ai = LocalAI()
