@@ -129,6 +129,21 @@ def test_a_name_and_its_price_on_lines_of_their_own_are_one_sentence() -> None:
     assert context_units("Hours\n$2.99\nOpen daily from six") == ["Hours: $2.99 Open daily from six"]
 
 
+def test_a_wrapped_sentence_is_read_whole() -> None:
+    # A site that wraps its paragraphs at a width (../shared/data/sites, the backflow tester's areas page).
+    context = ("Service Areas\n# Where we work\n\nEagle Eye works across the Lower Mainland daily, from downtown Vancouver\n"
+               "towers to Delta greenhouses. A Richmond farm runs irrigation\nprotection that floods.\n"
+               "Open Monday to Friday\n\n- Vancouver\n- richmond\n\nlower case after a blank line starts its own sentence")
+    assert context_units(context) == [
+        "Service Areas: Where we work",
+        "Service Areas: Eagle Eye works across the Lower Mainland daily, from downtown Vancouver towers to Delta greenhouses.",
+        "Service Areas: A Richmond farm runs irrigation protection that floods.",
+        "Service Areas: Open Monday to Friday",  # a capital after a break: a line of its own
+        "Service Areas: Vancouver richmond",  # list items are their own lines (short ones read together)
+        "Service Areas: lower case after a blank line starts its own sentence",
+    ]
+
+
 def test_the_best_sentence_counts_not_the_whole_passage() -> None:
     # One sentence answers; the passage's other sentences are about something else.
     ai = LocalAI()
