@@ -40,6 +40,10 @@ LOG_LEVEL = "INFO"
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
+# What one response yields (a page, a document, its links) goes through the pipelines this many at
+# a time. Scrapy's default, 100, starts 100 tasks for every response, however little it yields:
+# 1.1-1.5 ms of CPU a response, against 0.1-0.3 ms for 8 (a page yields one item).
+CONCURRENT_ITEMS = 8
 
 DOWNLOADER_MIDDLEWARES = {
     # Before everything else: a redirect to another site or a non-public address is never fetched.
