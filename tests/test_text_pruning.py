@@ -14,34 +14,44 @@ from helppuff_crawl.text.markdown import extract
 from tests.realsites import REAL_SITES, shared_sites_dir
 
 
-def test_justext_stoplist_is_the_one_trafilatura_builds(monkeypatch):
-    monkeypatch.setattr(trafilatura.external, "JT_STOPLIST", None)
-    pruning._justext_stoplist()
-    ours = trafilatura.external.JT_STOPLIST
-    assert ours is not None
+def test_every_languages_stoplist_is_the_one_trafilatura_builds():
+    ours = pruning.all_languages_stoplist()
     expected = {word for language in get_stoplists() for word in get_stoplist(language)}
-    assert len(ours) == len(set(ours)) and set(ours) == expected
+    assert isinstance(ours, frozenset) and ours == expected
     assert "the" in ours and "und" in ours  # English and German among them
-    pruning._justext_stoplist()  # once given, left alone
-    assert trafilatura.external.JT_STOPLIST is ours
+    assert pruning.all_languages_stoplist() is ours  # built once
 
 
-def test_justext_stoplist_is_hashed_once(monkeypatch):
-    """justext looks its stoplist up in an lru_cache at every paragraph classification: the
-    stoplist's hash must be kept, not computed over its 154,000 words at each page."""
-    monkeypatch.setattr(trafilatura.external, "JT_STOPLIST", None)
-    pruning._justext_stoplist()
-    ours = trafilatura.external.JT_STOPLIST
-    assert isinstance(ours, frozenset)  # CPython keeps a frozenset's hash once computed (a tuple's, never)
-    page = lxml.html.fromstring(
-        "<html><body><div><p>" + "We bake bread and cakes every morning for the neighbourhood. " * 6
-        + "</p></div><div><a href='/'>Home</a></div></body></html>")
+@pytest.mark.parametrize(("lang", "language"), [
+    ("de", "German"), ("en-US", "English"), (" FR ", "French"), ("", None), ("xx", None), ("zh-Hant", None),
+])
+def test_a_page_is_read_with_its_declared_languages_stoplist(lang, language):
+    """As trafilatura reads a page it is told the language of: that language's justext stoplist;
+    without a language justext knows, every language's."""
+    page = lxml.html.fromstring(f"<html lang='{lang}'><body><main><p>Text</p></main></body></html>")
+    chosen = pruning.page_stoplist(page.find(".//main"))
+    if language is None:
+        assert chosen is pruning.all_languages_stoplist()
+    else:
+        assert chosen == frozenset(get_stoplist(language))
+        assert pruning.page_stoplist(page) is chosen  # read once per language
+
+
+def test_justext_is_given_the_pages_stoplist_hashed_once(monkeypatch):
+    """justext looks its stoplist up in an lru_cache at every paragraph classification: what it is
+    given must keep its hash (a frozenset), and be the page's own."""
     calls = []
     real = trafilatura.external.classify_paragraphs
     monkeypatch.setattr(trafilatura.external, "classify_paragraphs",
                         lambda paragraphs, stoplist, *args: calls.append(stoplist) or real(paragraphs, stoplist, *args))
-    trafilatura.external.try_justext(page, None, None)
-    assert calls and calls[0] is ours  # what justext is given is the set made here
+    text = "Wir backen jeden Morgen Brot und Kuchen für die ganze Nachbarschaft in der Stadt. " * 3
+    for lang, expected in (("de", frozenset(get_stoplist("German"))), ("", pruning.all_languages_stoplist())):
+        calls.clear()
+        doc = lxml.html.fromstring(f"<html lang='{lang}'><body><div><p>{text}</p></div>"
+                                   "<div><a href='/'>Start</a></div></body></html>")
+        pruning.trafilatura_pick(doc.find("body"), "https://baeckerei.example/")
+        assert calls, "the page fell back to justext"
+        assert all(isinstance(given, frozenset) and given == expected for given in calls)
 
 
 # -- what trafilatura's pick leaves out but a visitor needs ----------------------------------------------------

@@ -31,8 +31,9 @@ from copy import deepcopy
 import lxml.html
 import trafilatura
 import trafilatura.external
-from justext.utils import get_stoplists
+from justext.utils import get_stoplist, get_stoplists
 from lxml import etree
+from trafilatura.settings import JUSTEXT_LANGUAGES
 
 from helppuff_crawl.text.blocks import opening_hours
 from helppuff_crawl.text.faq_markup import FAQ_ATTR
@@ -54,29 +55,51 @@ _GRID_CARDS = 3  # a grid of cards has at least this many
 _CARD_HEADINGS = etree.XPath(".//h2|.//h3|.//h4|.//h5|.//h6")
 
 
-def _justext_stoplist() -> None:
-    """Give trafilatura its justext fallback's stoplist (every language's words, lower case) before
-    it builds it itself: it reads the words one at a time (~190 ms of CPU once per process, most of
-    a small site's extraction); a file at a time gives the same words in a third of that. The same
-    set of words (tests/test_text_pruning.py), so the same verdicts.
+_ALL_LANGUAGES: list[frozenset[str]] = []  # every language's stoplist words, once built
+_LANGUAGE_STOPLISTS: dict[str, frozenset[str]] = {}  # one language's, by justext's name for it
+
+
+def all_languages_stoplist() -> frozenset[str]:
+    """Every language's justext stopwords, lower case: the stoplist trafilatura builds for its
+    justext fallback when it is not told the page's language. trafilatura reads the words one at a
+    time (~190 ms of CPU once per process); a file at a time gives the same words in a third of
+    that. The same set of words (tests/test_text_pruning.py), so the same verdicts.
 
     A frozenset, not trafilatura's tuple: justext's classify_paragraphs looks its stoplist up in an
     lru_cache on every call, which hashes the argument; a tuple of 154,000 words is hashed anew
     each time (7 ms of CPU a page that falls back to justext), a frozenset's hash is computed once
     and kept."""
-    if trafilatura.external.JT_STOPLIST is not None:
-        return
-    words: set[str] = set()
-    for language in get_stoplists():
-        lines = (pkgutil.get_data("justext", f"stoplists/{language}.txt") or b"").splitlines()
-        if lines:  # as justext's get_stoplist: a line a word, decoded, lower-cased
-            words.update(b"\n".join(lines).decode("utf8").lower().split("\n"))
-    trafilatura.external.JT_STOPLIST = frozenset(words)
+    if not _ALL_LANGUAGES:
+        words: set[str] = set()
+        for language in get_stoplists():
+            lines = (pkgutil.get_data("justext", f"stoplists/{language}.txt") or b"").splitlines()
+            if lines:  # as justext's get_stoplist: a line a word, decoded, lower-cased
+                words.update(b"\n".join(lines).decode("utf8").lower().split("\n"))
+        _ALL_LANGUAGES.append(frozenset(words))
+    return _ALL_LANGUAGES[0]
+
+
+def page_stoplist(root: lxml.html.HtmlElement) -> frozenset[str]:
+    """The stoplist justext reads a page with: its declared language's (<html lang>, "de-AT" as
+    "de"), as trafilatura takes when it is told the page's language, when justext has one; else
+    every language's. Building every language's costs ~150-250 ms of CPU in each crawl's process
+    (and justext lower-cases the 154,000 words again), a third of a small site's extraction; one
+    language's is a few hundred words."""
+    lang = (root.getroottree().getroot().get("lang") or "").strip().lower()[:2]
+    name = JUSTEXT_LANGUAGES.get(lang)
+    if name is None or name not in get_stoplists():
+        return all_languages_stoplist()
+    if name not in _LANGUAGE_STOPLISTS:
+        _LANGUAGE_STOPLISTS[name] = frozenset(get_stoplist(name))
+    return _LANGUAGE_STOPLISTS[name]
 
 
 def trafilatura_pick(root: lxml.html.HtmlElement, url: str) -> str | None:
     """The text trafilatura picks under `root`, when the page reads as an article; else None."""
-    _justext_stoplist()
+    # trafilatura's justext fallback reads this module global when it is not given a language
+    # (and builds every language's stoplist itself when it is None): this page's, set before each
+    # page (extraction runs on one thread).
+    trafilatura.external.JT_STOPLIST = page_stoplist(root)
     page = lxml.html.Element("html")
     body = etree.SubElement(page, "body")
     if root.tag == "body":
