@@ -22,6 +22,7 @@ price cards, quotes). The pruned root scores ~0.95 and keeps the page's own orde
 
 from __future__ import annotations
 
+import functools
 import logging
 import pkgutil
 import re
@@ -55,10 +56,7 @@ _GRID_CARDS = 3  # a grid of cards has at least this many
 _CARD_HEADINGS = etree.XPath(".//h2|.//h3|.//h4|.//h5|.//h6")
 
 
-_ALL_LANGUAGES: list[frozenset[str]] = []  # every language's stoplist words, once built
-_LANGUAGE_STOPLISTS: dict[str, frozenset[str]] = {}  # one language's, by justext's name for it
-
-
+@functools.cache
 def all_languages_stoplist() -> frozenset[str]:
     """Every language's justext stopwords, lower case: the stoplist trafilatura builds for its
     justext fallback when it is not told the page's language. trafilatura reads the words one at a
@@ -69,14 +67,19 @@ def all_languages_stoplist() -> frozenset[str]:
     lru_cache on every call, which hashes the argument; a tuple of 154,000 words is hashed anew
     each time (7 ms of CPU a page that falls back to justext), a frozenset's hash is computed once
     and kept."""
-    if not _ALL_LANGUAGES:
-        words: set[str] = set()
-        for language in get_stoplists():
-            lines = (pkgutil.get_data("justext", f"stoplists/{language}.txt") or b"").splitlines()
-            if lines:  # as justext's get_stoplist: a line a word, decoded, lower-cased
-                words.update(b"\n".join(lines).decode("utf8").lower().split("\n"))
-        _ALL_LANGUAGES.append(frozenset(words))
-    return _ALL_LANGUAGES[0]
+    words: set[str] = set()
+    for language in get_stoplists():
+        lines = (pkgutil.get_data("justext", f"stoplists/{language}.txt") or b"").splitlines()
+        if lines:  # as justext's get_stoplist: a line a word, decoded, lower-cased
+            words.update(b"\n".join(lines).decode("utf8").lower().split("\n"))
+    return frozenset(words)
+
+
+@functools.cache
+def _language_stoplist(lang: str) -> frozenset[str] | None:
+    """justext's stoplist for a language code ("de"), read once; None when justext has none."""
+    name = JUSTEXT_LANGUAGES.get(lang)
+    return frozenset(get_stoplist(name)) if name is not None and name in get_stoplists() else None
 
 
 def page_stoplist(root: lxml.html.HtmlElement) -> frozenset[str]:
@@ -86,12 +89,7 @@ def page_stoplist(root: lxml.html.HtmlElement) -> frozenset[str]:
     (and justext lower-cases the 154,000 words again), a third of a small site's extraction; one
     language's is a few hundred words."""
     lang = (root.getroottree().getroot().get("lang") or "").strip().lower()[:2]
-    name = JUSTEXT_LANGUAGES.get(lang)
-    if name is None or name not in get_stoplists():
-        return all_languages_stoplist()
-    if name not in _LANGUAGE_STOPLISTS:
-        _LANGUAGE_STOPLISTS[name] = frozenset(get_stoplist(name))
-    return _LANGUAGE_STOPLISTS[name]
+    return _language_stoplist(lang) or all_languages_stoplist()
 
 
 def trafilatura_pick(root: lxml.html.HtmlElement, url: str) -> str | None:
