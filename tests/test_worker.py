@@ -67,13 +67,30 @@ def workers(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
             process.communicate()
 
 
-def _wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+def _wait(predicate: Callable[[], Any], timeout: float, what: str,
+          watch: tuple[subprocess.Popen[str], ...] = (), tmp_path: Path | None = None) -> Any:
+    """predicate()'s first true value; on timeout, the watched workers are stopped and what they
+    printed (and the jobs' rows) goes into the failure, so that a slow or stuck run says which."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := predicate():
             return value
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    report = [f"timed out waiting for {what} after {timeout:.0f} s"]
+    for process in watch:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+        report.append(f"worker {process.pid} (exit {process.returncode}) stdout:\n{out}\nstderr (end):\n{err[-4000:]}")
+    if tmp_path is not None:
+        report += [f"job {job}" for job in _jobs(tmp_path)]
+        report += [f"run {run}" for run in kb_rows(tmp_path / "kb", "SELECT id, site, status, reason, pid, started_at, "
+                                                                    "finished_at, heartbeat_at FROM crawl_runs")]
+    raise AssertionError("\n".join(report))
 
 
 def _jobs(tmp_path: Path) -> list[dict[str, Any]]:
@@ -86,7 +103,9 @@ def test_two_workers_take_each_job_once(serve_site, tmp_path: Path, workers) -> 
     _known_sites(tmp_path, server.url, sites)
     requests = [_recrawl(tmp_path, site) for site in sites]
     pair = [workers("-s", "HELPPUFF_QUEUE_POLL=0.3", "-s", "HELPPUFF_QUEUE_RETRIES=false") for _ in range(2)]
-    _wait(lambda: all(job["handled_at"] for job in _jobs(tmp_path)), 240, "every job handled")
+    # The four jobs asked for (a page that failed under load would add a delayed retry job: not this test's).
+    _wait(lambda: all(job["handled_at"] for job in _jobs(tmp_path) if job["id"] in requests), 240,
+          "every job handled", tuple(pair), tmp_path)
     for process in pair:
         process.send_signal(signal.SIGTERM)
     outputs = [process.communicate(timeout=60) for process in pair]
@@ -112,7 +131,7 @@ def test_a_worker_killed_mid_job_leaves_it_to_another(serve_site, tmp_path: Path
                    "-s", "HELPPUFF_QUEUE_RETRIES=false")
     first = workers(*fast_expiry)
     running = _wait(lambda: kb_rows(tmp_path / "kb", "SELECT id, pid FROM crawl_runs WHERE status = 'running'"),
-                    60, "the first worker's crawl to start")
+                    60, "the first worker's crawl to start", (first,), tmp_path)
     crawl_pid = int(running[0]["pid"])
     first.kill()  # kill -9: no ack, no release
     first.communicate()
@@ -120,7 +139,8 @@ def test_a_worker_killed_mid_job_leaves_it_to_another(serve_site, tmp_path: Path
     assert _jobs(tmp_path)[0]["handled_at"] is None
 
     second = workers(*fast_expiry)
-    job = _wait(lambda: next((j for j in _jobs(tmp_path) if j["handled_at"]), None), 120, "the job redone")
+    job = _wait(lambda: next((j for j in _jobs(tmp_path) if j["handled_at"]), None), 120, "the job redone",
+                (second,), tmp_path)
     second.send_signal(signal.SIGTERM)
     out, err = second.communicate(timeout=60)
     # Delivered again once the visibility timeout passed; put back while the dead worker's beat was
@@ -148,7 +168,8 @@ def test_sigterm_stops_the_crawl_and_puts_the_job_back(serve_site, tmp_path: Pat
     _known_sites(tmp_path, server.url, ["slow"], {"knowledge": {"website": {"renderJs": "never", "maxPages": 10}}})
     request = _recrawl(tmp_path, "slow")
     worker = workers("-s", "DOWNLOAD_DELAY=1", "-s", "HELPPUFF_QUEUE_RETRIES=false")
-    _wait(lambda: kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE status = 'running'"), 60, "the crawl")
+    _wait(lambda: kb_rows(tmp_path / "kb", "SELECT id FROM crawl_runs WHERE status = 'running'"), 60, "the crawl",
+          (worker,), tmp_path)
     time.sleep(2)  # a page or two in hand
     worker.send_signal(signal.SIGTERM)
     out, err = worker.communicate(timeout=90)
@@ -169,7 +190,7 @@ def test_a_job_that_keeps_failing_is_given_up_with_its_reason(tmp_path: Path, wo
     worker = workers("-s", "HELPPUFF_QUEUE_MAX_RETRIES=1", "-s", "HELPPUFF_RETRY_DELAYS=1",
                      "-s", "HELPPUFF_QUEUE_POLL=0.3", "-s", "HELPPUFF_QUEUE_RETRIES=false",
                      "-s", "RETRY_TIMES=0", "-s", "DOWNLOAD_TIMEOUT=3")
-    _wait(lambda: _jobs(tmp_path)[0]["dead_at"], 180, "the job given up")
+    _wait(lambda: _jobs(tmp_path)[0]["dead_at"], 180, "the job given up", (worker,), tmp_path)
     worker.send_signal(signal.SIGTERM)
     out, _ = worker.communicate(timeout=60)
     lines = out.splitlines()
@@ -216,17 +237,23 @@ def test_a_job_naming_pages_recrawls_those_pages_only(serve_site, tmp_path: Path
     assert changed == {normal for normal in after if normal.endswith(("/services", "/contact"))}
 
 
-def test_a_refused_ack_does_not_end_a_long_running_worker(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # A worker whose first ack Cloudflare Queues refuses (tests/refusing_ack_worker.py: a fake of that
-    # edge, after the client's own retries), its crawl a real `helppuff crawl` child.
+def _refusing_worker(serve_site, tmp_path: Path, refuse: str, *options: str) -> tuple[str, subprocess.Popen[str]]:  # type: ignore[no-untyped-def]
+    """A recrawl of the served acme site asked for, and a worker that Cloudflare refuses `refuse` once
+    (tests/refusing_worker.py); the job's id and the worker."""
     server = serve_site("acme-plumbing")
     _known_sites(tmp_path, server.url, ["acme"])
     request = _recrawl(tmp_path, "acme")
-    worker = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "refusing_ack_worker.py"), "-s", "HELPPUFF_QUEUE_VISIBILITY=2",
-         "-s", "HELPPUFF_QUEUE_POLL=0.3"],
-        cwd=ROOT, env={**_env(tmp_path), "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+    worker = subprocess.Popen([sys.executable, str(ROOT / "tests" / "refusing_worker.py"), refuse, *options],
+                              cwd=ROOT, env={**_env(tmp_path), "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    return request, worker
+
+
+def test_a_refused_ack_does_not_end_a_long_running_worker(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A worker whose first ack Cloudflare Queues refuses (tests/refusing_worker.py: a fake of that
+    # edge, after the client's own retries), its crawl a real `helppuff crawl` child.
+    request, worker = _refusing_worker(serve_site, tmp_path, "ack", "-s", "HELPPUFF_QUEUE_VISIBILITY=2",
+                                       "-s", "HELPPUFF_QUEUE_POLL=0.3")
     try:
         # The message comes back after its lease, finds its job done, and is acknowledged then.
         _wait(lambda: any(r["status"] == "done" for r in kb_rows(tmp_path / "kb", "SELECT status FROM crawl_runs "
@@ -243,3 +270,21 @@ def test_a_refused_ack_does_not_end_a_long_running_worker(serve_site, tmp_path: 
     assert "comes back when its lease ends" in err and "Traceback" not in err, err
     assert out.strip().splitlines()[-1] == f"job {request} (acme): already done; message acknowledged", out + err
     assert _jobs(tmp_path)[0]["handled_at"] is not None
+
+
+def test_a_refused_beat_does_not_abandon_the_crawl(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The worker's first beat of its job is refused by D1 (tests/refusing_worker.py: a fake of that edge,
+    # after the client's own retries) while a real `helppuff crawl` child runs, a page a second.
+    request, worker = _refusing_worker(serve_site, tmp_path, "beat", "-s", "HELPPUFF_RUN_HEARTBEAT=0.5",
+                                       "-s", "HELPPUFF_QUEUE_POLL=0.3", "-s", "DOWNLOAD_DELAY=1",
+                                       "-s", "HELPPUFF_QUEUE_RETRIES=false")
+    job = _wait(lambda: _jobs(tmp_path)[0]["handled_at"] and _jobs(tmp_path)[0], 120, "the job done", (worker,), tmp_path)
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, out + err
+    assert f"job {request}: beat not recorded: d1/database/query: HTTP 500: 7500: Internal error (after 4 attempts); " \
+           "the crawl goes on" in err and "Traceback" not in err, err
+    assert out.startswith(f"job {request} (acme, full): run ") and "done (finished)" in out, out + err
+    assert job["attempts"] == 1 and job["taken_by"].endswith(f":{worker.pid}") and job["beat_at"]
+    runs = kb_rows(tmp_path / "kb", "SELECT id, status FROM crawl_runs WHERE id NOT LIKE 'seed-%'")
+    assert [(r["id"], r["status"]) for r in runs] == [(job["run_id"], "done")]

@@ -21,7 +21,8 @@ A worker killed outright (kill -9) neither acks nor releases: its job's message 
 after the visibility timeout (HELPPUFF_QUEUE_VISIBILITY), and taken by whoever gets it once the dead
 worker's beat is older than HELPPUFF_RUN_STALE_AFTER; its run is marked failed by the stale-run
 mending every crawl's start does. A pull the queue's API keeps failing (after the client's retries)
-is one line on stderr, and the worker pulls again 30 s later. `--once`: take what is queued now, then
+is one line on stderr, and the worker pulls again 30 s later; so is a job's beat that D1 refuses, and the
+crawl goes on. `--once`: take what is queued now, then
 exit (status 1 when a job failed). Each job is one line on stdout.
 """
 
@@ -183,8 +184,6 @@ class Worker:
 
     async def crawl(self, kb: Any, job: Any) -> tuple[int, str | None, str]:
         """Run the job's crawl in a process of its own, beating the job; (exit status, run id, result line)."""
-        from helppuff_crawl.kb import jobs
-
         start_url, config = await self._target(kb, job.site)
         if start_url is None:
             return 2, None, f"site {job.site} has never been crawled: start it with `helppuff crawl URL --site {job.site}`"
@@ -207,10 +206,16 @@ class Worker:
             if self.stopping.is_set():
                 self.stop()
             output = asyncio.ensure_future(self.child.communicate())
-            while not output.done():
-                await asyncio.wait([output], timeout=self.beat_every)
-                if not output.done():
-                    await jobs.beat(kb, job.request)
+            try:
+                while not output.done():
+                    await asyncio.wait([output], timeout=self.beat_every)
+                    if not output.done():
+                        await self._beat(kb, job.request)
+            finally:
+                if not output.done():  # left by an error of the worker's own: the crawl goes with it
+                    with contextlib.suppress(ProcessLookupError):
+                        self.child.kill()
+                    await asyncio.wait([output])
             stdout, stderr = output.result()
             status = self.child.returncode or 0
             self.child = None
@@ -222,6 +227,20 @@ class Worker:
         else:
             result = (lines[0] if lines and lines[0].startswith("run ") else "") or (errors[-1] if errors else "no output")
         return status, run_id, result
+
+
+    @staticmethod
+    async def _beat(kb: Any, request: str) -> None:
+        """The job's beat while its crawl runs. One that D1 refuses (after the client's retries) is a
+        line on stderr, and the crawl goes on: the next beat comes `beat_every` later, and the job is
+        taken from this worker only once its beat is older than HELPPUFF_RUN_STALE_AFTER."""
+        from helppuff_crawl.kb import jobs
+
+        try:
+            await jobs.beat(kb, request)
+        except CloudflareError as exc:
+            print(f"job {request}: beat not recorded: {one_line(str(exc))}; the crawl goes on",
+                  file=sys.stderr, flush=True)
 
 
 def _die_with_parent() -> None:
