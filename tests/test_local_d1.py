@@ -170,3 +170,48 @@ def test_sqlite_limits_are_d1s(tmp_path: Path) -> None:
     too_big = _query(cloud, kb, "SELECT length(?) AS n", ["x" * (MAX_VALUE_BYTES + 1)])
     assert too_big.status == 400 and "too big" in too_big.body["errors"][0]["message"]
     cloud.close()
+
+
+def _hold_write_lock(path: Path) -> sqlite3.Connection:
+    """Another process's writer, as a crawl beside a worker is: a connection holding the write lock."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_a_query_that_cannot_get_the_write_lock_is_d1s_overloaded_answer(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("helppuff_crawl.local.d1.BUSY_TIMEOUT_MS", 200)
+    cloud = LocalCloud(tmp_path)
+    kb = _created(cloud, "kb")
+    other = _hold_write_lock(tmp_path / "d1" / "kb.sqlite3")
+    refused = _query(cloud, kb, "INSERT INTO crawl_runs (id, site, start_url, started_at, heartbeat_at) "
+                                "VALUES ('r1', 'a', 'u', 't', 't')")
+    # A 500, as D1 answers a query queued too long: the client retries it (it never ran), and it is
+    # never a traceback from sqlite3.
+    assert refused.status == 500 and refused.body["success"] is False
+    assert refused.body["errors"] == [{"code": 7500, "message": "D1 DB is overloaded. Requests queued for too long."}]
+    other.execute("ROLLBACK")
+    assert _query(cloud, kb, "SELECT COUNT(*) AS n FROM crawl_runs").body["result"][0]["results"] == [{"n": 0}]
+    other.close()
+    cloud.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_client_retries_a_query_until_the_write_lock_is_free(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("helppuff_crawl.local.d1.BUSY_TIMEOUT_MS", 100)
+    yield run_async(_retried_past_the_lock(tmp_path))
+
+
+async def _retried_past_the_lock(tmp_path: Path) -> None:
+    import asyncio
+
+    client = CloudflareClient(LocalTransport(LocalCloud(tmp_path)), "local", backoff=0.2)
+    kb = (await client.d1_create_database("kb"))["uuid"]
+    other = _hold_write_lock(tmp_path / "d1" / "kb.sqlite3")
+    asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+    await client.d1_query(kb, "INSERT INTO crawl_runs (id, site, start_url, started_at, heartbeat_at) "
+                              "VALUES ('r1', 'a', 'u', 't', 't')")
+    assert client.counts.retry_wait > 0  # refused while the other writer held the lock, then written
+    assert await client.d1_query(kb, "SELECT id FROM crawl_runs") == [{"id": "r1"}]
+    other.close()
+    await client.aclose()

@@ -336,6 +336,26 @@ def test_writes_apply_after_their_delay_in_order_whoever_made_them(tmp_path: Pat
     quick.close()
 
 
+def test_a_write_while_another_process_holds_the_index_is_a_500_and_changes_nothing(tmp_path: Path,
+                                                                                    monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("helppuff_crawl.local.vectorize.BUSY_TIMEOUT_MS", 200)
+    clock = Clock()
+    path = tmp_path / "ix.sqlite3"
+    index = LocalVectorIndex.create(path, "ix", 3, "cosine", delay=1, clock=clock)
+    first = index.upsert([_vec("a", [1, 0, 0])])
+    other = sqlite3.connect(path, isolation_level=None)  # another process's write in progress
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(VectorizeError) as refused:
+        index.upsert([_vec("b", [0, 1, 0])])
+    assert refused.value.status == 500 and "the index is busy" in refused.value.message
+    clock.now += 1
+    assert index.apply_due() == 0 and index.pending() == 1  # due, and applied once the lock is free
+    other.execute("ROLLBACK")
+    other.close()
+    assert [v["id"] for v in index.get_by_ids(["a", "b"])] == ["a"] and index.info()["processedUpToMutation"] == first
+    index.close()
+
+
 def test_the_last_write_of_an_id_wins_and_info_follows_each_mutation(tmp_path: Path) -> None:
     clock = Clock()
     index = LocalVectorIndex.create(tmp_path / "ix.sqlite3", "ix", 3, "cosine", delay=2, clock=clock)

@@ -50,7 +50,7 @@ from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.cloudflare.client import Response
 from helppuff_crawl.deploy.state import LOCAL_ACCOUNT
 from helppuff_crawl.local.ai import LocalAI
-from helppuff_crawl.local.d1 import MIGRATIONS_DIR, D1Error, LocalD1
+from helppuff_crawl.local.d1 import MIGRATIONS_DIR, D1Error, D1Overloaded, LocalD1
 from helppuff_crawl.local.errors import AIError
 from helppuff_crawl.local.queues import LocalQueues, QueueError
 from helppuff_crawl.local.ratelimit import RateLimiter
@@ -323,6 +323,8 @@ class LocalCloud:
             return _envelope(self.database(database_id).query(statements))
         except _D1Refusal as exc:
             return _error(exc.status, exc.code, exc.message)
+        except D1Overloaded as exc:  # as D1 answers a query queued too long: a 500, which the client retries
+            return _error(500, 7500, str(exc))
         except D1Error as exc:
             return _error(400, 7500, str(exc))
 

@@ -7,6 +7,11 @@ shape of D1's REST `query` endpoint: one result per statement, rows as objects, 
 SQLite's own limits are set to D1's documented ones (developers.cloudflare.com/d1/platform/limits/),
 so a statement D1 refuses is refused here too: at most 100 bound parameters, 100,000 bytes of SQL,
 and 2,000,000 bytes per string, BLOB or row.
+
+D1 runs one database's queries one at a time and refuses one that waited too long ("D1 DB is
+overloaded"), which never ran and may be retried. Here the processes sharing the file (a worker, its
+crawl, `helppuff serve`) take turns at SQLite's write lock; a batch that waited `BUSY_TIMEOUT_MS` for
+it gets that answer, and the client retries it as it retries D1's.
 """
 
 from __future__ import annotations
@@ -27,10 +32,19 @@ _MIGRATION_NAME = re.compile(r"^\d{4}_[A-Za-z0-9_]+\.sql$")
 MAX_BOUND_PARAMETERS = 100
 MAX_STATEMENT_BYTES = 100_000
 MAX_VALUE_BYTES = 2_000_000
+BUSY_TIMEOUT_MS = 5000  # how long a batch waits for another process's write to end
 
 
 class D1Error(Exception):
     """A statement D1 would reject; the message is SQLite's, as D1 reports it."""
+
+
+class D1Overloaded(Exception):
+    """The database's write lock was not free within `BUSY_TIMEOUT_MS` (another process holds it): D1's
+    "overloaded" answer, a query that never ran and that a retry may pass."""
+
+    def __init__(self) -> None:
+        super().__init__("D1 DB is overloaded. Requests queued for too long.")
 
 
 def migration_files(directory: Path = MIGRATIONS_DIR) -> list[Path]:
@@ -72,7 +86,7 @@ class LocalD1:
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA busy_timeout=5000")
+        self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, MAX_BOUND_PARAMETERS)
         self._conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_STATEMENT_BYTES)
         self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
@@ -111,7 +125,10 @@ class LocalD1:
         """
         results: list[dict[str, Any]] = []
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:  # SQLITE_BUSY after busy_timeout: nothing ran
+                raise D1Overloaded() from exc
             try:
                 for sql, params in statements:
                     parts = split_statements(sql)

@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 METRICS = ("cosine", "euclidean", "dot-product")
 INDEX_TYPES = ("string", "number", "boolean")
 MAX_DIMENSIONS = 1536
+BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write on the same index file
 MAX_METADATA_INDEXES = 10
 MAX_METADATA_BYTES = 10 * 1024  # per vector (developers.cloudflare.com/vectorize/platform/limits/)
 MAX_ID_BYTES = 64
@@ -170,7 +171,7 @@ class LocalVectorIndex:
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA busy_timeout=10000")
+        self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._conn.executescript(_SCHEMA)
         self._add_columns()
         self._loaded: _Loaded | None = None
@@ -269,6 +270,14 @@ class LocalVectorIndex:
         )
         return int(cursor.lastrowid or 0), mutation
 
+    def _begin(self) -> None:
+        """A write transaction: another process holding the index's write lock past BUSY_TIMEOUT_MS is a
+        500 (the mutation was not accepted; the client retries it), never a raw SQLite error."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise VectorizeError(500, 3999, f"the index is busy ({exc}); nothing was changed: try again") from exc
+
     def apply_due(self) -> int:
         """Apply, in order, the mutations whose time has come; stops at the first one still waiting
         (a later mutation never overtakes it). Returns how many were applied."""
@@ -277,7 +286,10 @@ class LocalVectorIndex:
             head = self._conn.execute("SELECT apply_at FROM mutations ORDER BY seq LIMIT 1").fetchone()
             if head is None or head[0] > now:
                 return 0
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._begin()
+            except VectorizeError:  # another process holds the index (applying them, most likely): later
+                return 0
             try:
                 applied = self._apply_in_order(now)
                 self._conn.execute("COMMIT")
@@ -325,7 +337,7 @@ class LocalVectorIndex:
         if index_type not in INDEX_TYPES:
             raise VectorizeError(400, 40020, f"indexType must be one of {', '.join(INDEX_TYPES)}, got {index_type!r}")
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 existing = self.metadata_indexes()
                 if property_name in existing:
@@ -354,7 +366,7 @@ class LocalVectorIndex:
     def _write(self, kind: str, vectors: list[dict[str, Any]]) -> str:
         rows = [self._row(v) for v in vectors]
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 seq, mutation = self._accept(kind)
                 self._conn.executemany(
@@ -400,7 +412,7 @@ class LocalVectorIndex:
     def delete_by_ids(self, ids: Iterable[str]) -> str:
         ids = list(ids)
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 seq, mutation = self._accept("delete")
                 self._conn.executemany("INSERT OR IGNORE INTO pending_deletes (seq, id) VALUES (?, ?)",
