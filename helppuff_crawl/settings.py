@@ -90,6 +90,8 @@ ITEM_PIPELINES = {
 }
 # The run row in D1, and the knowledge base the pipelines record into.
 EXTENSIONS = {
+    # The objects the crawl starts with are left out of the garbage collector's passes (extensions/heap.py).
+    "helppuff_crawl.extensions.heap.FrozenStartupHeap": -10,
     "helppuff_crawl.extensions.run.CrawlRun": 0,
     # CPU per stage in the stats, only when HELPPUFF_PROFILE_STAGES is on (bench/pipeline.py).
     "helppuff_crawl.extensions.profile.StageProfile": 10,
@@ -185,6 +187,9 @@ HELPPUFF_STORE_LINGER = 1.0
 # CPU per stage (fetch, extract, chunk, embed, write, other) in the stats (extensions/profile.py);
 # off: nothing is timed.
 HELPPUFF_PROFILE_STAGES = False
+# gc.freeze() at spider_opened, gc.unfreeze() at spider_closed (extensions/heap.py); off: the collector
+# walks the process's startup objects in each full pass, as by default.
+HELPPUFF_GC_FREEZE = True
 
 # --- HelpPuff: how to crawl -----------------------------------------------------------------
 
