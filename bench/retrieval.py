@@ -550,15 +550,13 @@ def latency_table(client: httpx.Client, dev: DevServer, model: str, qset: Questi
     # Inside the Worker: its Server-Timing (worker/src/timing.ts), each binding's wait and the total.
     names = [name for name in ("site", "keywords", "embed", "vectorize", "rows", "rerank", "continuation", "total")
              if any(name in stages for _, (_, stages) in rows)]
-    print("\nhybrid search inside the Worker (its Server-Timing), ms, p50 (p95 for total); keywords and the vector "
-          "stages run at once")
-    print(f"{'chunks':>8}" + "".join(f"{name:>13}" for name in names))
+    print("\nhybrid search inside the Worker (its Server-Timing), ms, p50 and p95 of each stage; keywords and the "
+          "vector stages run at once")
+    print(f"{'chunks':>8}{'':>4}" + "".join(f"{name:>13}" for name in names))
     for count, (_, stages) in rows:
-        cells = "".join(
-            f"{percentile(stages[name], 50):>6.1f} /{percentile(stages[name], 95):>5.1f}" if name == "total"
-            else f"{percentile(stages[name], 50):>13.1f}" if name in stages else f"{'-':>13}"
-            for name in names)
-        print(f"{count:>8}{cells}")
+        for q in (50, 95):
+            cells = "".join(f"{percentile(stages[name], q):>13.1f}" if name in stages else f"{'-':>13}" for name in names)
+            print(f"{count if q == 50 else '':>8}{f'p{q}':>4}{cells}")
 
 
 def measure_model(model: str, sites: list[tuple[QuestionSet, str]], data_dir: Path, args: argparse.Namespace,

@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 MAX_QUESTIONS = 40  # asked per run
 CARRY_CHECKS = 3  # a question gone from the site is asked in this many checks after it went, then dropped
 TOP_K = 4  # the passages a visitor's answer is built from
+# The page of each chunk id; "+site" keeps SQLite's planner on the primary key (kb/writer.py REDO_PAGES_SQL).
+CHUNK_PAGES_SQL = "SELECT id, url FROM chunks WHERE +site = ? AND id IN ({marks})"
 
 _BOLD_QUESTION = re.compile(r"^(?:\*\*(?P<a>[^*]+?[?？])\*\*|__(?P<b>[^_]+?[?？])__)\s*$")
 _HEADING_QUESTION = re.compile(r"^#{1,6}\s+(?P<q>.+?[?？])\s*$")
@@ -222,8 +224,7 @@ async def _pages_of(kb: KnowledgeBase, site: str, ids: Sequence[str]) -> dict[st
     found: dict[str, str] = {}
     for start in range(0, len(ids), 90):
         part = ids[start:start + 90]
-        rows = await kb.query(f"SELECT id, url FROM chunks WHERE site = ? AND id IN ({', '.join('?' * len(part))})",
-                              [site, *part])
+        rows = await kb.query(CHUNK_PAGES_SQL.format(marks=", ".join("?" * len(part))), [site, *part])
         found.update({row["id"]: row["url"] for row in rows})
     return found
 

@@ -179,6 +179,16 @@ def _parts(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield items[start:start + size]
 
 
+# Rows looked up by id within a site. The unary "+" keeps SQLite's planner (D1's too) off the
+# site's index (chunks_site_url, vectors_site_state): on "site = ?" it would read every row of the
+# site to find the few asked for, where the primary key finds each at once ("Disqualifying WHERE
+# clause terms using unary-+", the SQLite query optimizer overview). tests/test_query_plans.py.
+REDO_PAGES_SQL = ("UPDATE pages SET content_hash = '' WHERE site = ? AND url IN "
+                  "(SELECT url FROM chunks WHERE +site = ? AND id IN ({marks}))")
+LIVE_VECTORS_SQL = ("SELECT id, content_hash FROM vectors WHERE +site = ? AND state = 'live' AND model = ? "
+                    "AND id IN ({marks})")
+
+
 def _in_lists(ids: Sequence[Any], fixed: int) -> Iterable[Sequence[Any]]:
     """`ids` in parts that fit a D1 statement's `IN (...)` beside `fixed` other bound parameters."""
     return _parts(ids, D1_MAX_PARAMS - fixed)
@@ -402,12 +412,7 @@ class KnowledgeWriter:
         if ids:
             # Pages whose write was cut short: redo them (their chunk rows may be old or new).
             for part in _in_lists(ids, 2):
-                marks = ", ".join("?" for _ in part)
-                await self.kb.query(
-                    f"UPDATE pages SET content_hash = '' WHERE site = ? AND url IN "
-                    f"(SELECT url FROM chunks WHERE site = ? AND id IN ({marks}))",
-                    [site, site, *part],
-                )
+                await self.kb.query(REDO_PAGES_SQL.format(marks=", ".join("?" for _ in part)), [site, site, *part])
             await self._delete_vectors(ids)
             report["deleted_vectors"] = len(ids)
         # Chunks without a live vector of the current model: their pages are redone.
@@ -446,12 +451,8 @@ class KnowledgeWriter:
         found: set[str] = set()
         wanted = {c.id: c.content_hash for c in chunks}
         for part in _in_lists(list(wanted), 2):
-            marks = ", ".join("?" for _ in part)
-            rows = await self.kb.query(
-                f"SELECT id, content_hash FROM vectors WHERE site = ? AND state = 'live' AND model = ? "
-                f"AND id IN ({marks})",
-                [site, self.model, *part],
-            )
+            rows = await self.kb.query(LIVE_VECTORS_SQL.format(marks=", ".join("?" for _ in part)),
+                                       [site, self.model, *part])
             found.update(row["id"] for row in rows if wanted.get(row["id"]) == row["content_hash"])
         return found
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
 import { ftsMatchQuery } from "../src/fts";
-import { chunksByIds, keywordSearch, loadSite, nextChunk } from "../src/store";
+import { chunksByIds, chunksByIdsSql, keywordSearch, loadSite, nextChunk } from "../src/store";
 import { chunkId, seedAcme } from "./acme";
 import { FakeAi, FakeVectorize } from "./fakes";
 
@@ -139,6 +139,16 @@ describe("chunksByIds", () => {
     const rows = await chunksByIds(db(), "acme", [chunkId("acme", "gas"), "acme:missing", chunkId("acme-novec", "gas"), chunkId("acme", "home")]);
     expect(rows.map((chunk) => chunk.id).sort()).toEqual(["acme:gas", "acme:home"]);
     expect(await chunksByIds(db(), "acme", [])).toEqual([]);
+  });
+
+  it("finds them by the primary key, not by reading the site's rows (SQLite's plan, 20 ids as a search asks)", async () => {
+    const ids = Array.from({ length: 20 }, (_, n) => `acme:asked-${n}`);
+    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${chunksByIdsSql(ids.length)}`)
+      .bind("acme", ...ids)
+      .all<{ detail: string }>();
+    const details = plan.results.map((row) => row.detail);
+    expect(details.some((detail) => detail.includes("(id=?)"))).toBe(true);
+    expect(details.some((detail) => detail.includes("chunks_site_url"))).toBe(false);
   });
 });
 
