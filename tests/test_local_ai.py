@@ -215,6 +215,38 @@ def test_e5_runs_a_query_it_just_embedded_once(monkeypatch: pytest.MonkeyPatch) 
     assert encoded == [["opening hours"]]
 
 
+def test_e5_runs_a_short_text_alone_on_one_thread_and_the_rest_on_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine's OpenMP threads as the engine sees them at each run (threadpoolctl reads the
+    # real runtime), and the vectors against the same texts run on every thread.
+    from helppuff_crawl.local import ai as local_ai
+
+    embedder = local_ai.E5Embedder()
+    engine = embedder.engine()
+    threads: list[int] = []
+
+    def openmp_threads() -> int:
+        return next(pool["num_threads"] for pool in local_ai._openmp().info() if pool["user_api"] == "openmp")
+
+    class WatchedEngine:  # the real engine, the threads of each run written down
+        def encode(self, bodies: list[str], is_query: bool) -> np.ndarray:
+            threads.append(openmp_threads())
+            return engine.encode(bodies, is_query=is_query)
+
+        def token_count(self, body: str, is_query: bool) -> int:
+            return engine.token_count(body, is_query=is_query)
+
+    everyone = openmp_threads()
+    monkeypatch.setattr(local_ai.E5Embedder, "engine", staticmethod(lambda: WatchedEngine()))
+    long_query = "query: " + "do you unblock kitchen sinks and shower drains on sundays in richmond " * 3
+    short, _ = embedder.embed(["query: how much is a blocked drain"])
+    long, _ = embedder.embed([long_query])
+    two, _ = embedder.embed(["query: parking", "query: prices"])
+    passage, _ = embedder.embed(["passage: Blocked drains cleared."])  # alone and short: a passage too
+    assert threads == [1, everyone, everyone, 1]
+    assert openmp_threads() == everyone  # given back after the run
+    assert np.allclose(short[0], engine.encode(["how much is a blocked drain"], is_query=True)[0], atol=1e-4)
+
+
 def test_e5_matches_questions_to_passages_across_languages() -> None:
     from helppuff_crawl.local.ai import E5_MODEL
 
