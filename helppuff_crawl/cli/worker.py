@@ -21,9 +21,9 @@ A worker killed outright (kill -9) neither acks nor releases: its job's message 
 after the visibility timeout (HELPPUFF_QUEUE_VISIBILITY), and taken by whoever gets it once the dead
 worker's beat is older than HELPPUFF_RUN_STALE_AFTER; its run is marked failed by the stale-run
 mending every crawl's start does. A pull the queue's API keeps failing (after the client's retries)
-is one line on stderr, and the worker pulls again 30 s later; so is a job's beat that D1 refuses, and the
-crawl goes on. `--once`: take what is queued now, then
-exit (status 1 when a job failed). Each job is one line on stdout.
+is one line on stderr, and the worker pulls again 30 s later; so is a job's beat that D1 refuses, and
+the crawl goes on. `--once`: take what is queued now, then exit (status 1 when a job failed). Each job
+is one line on stdout.
 """
 
 from __future__ import annotations
@@ -227,7 +227,6 @@ class Worker:
         else:
             result = (lines[0] if lines and lines[0].startswith("run ") else "") or (errors[-1] if errors else "no output")
         return status, run_id, result
-
 
     @staticmethod
     async def _beat(kb: Any, request: str) -> None:
