@@ -98,3 +98,37 @@ async def _round_trip(server: LocalCloudServer, url: str, cloud: LocalCloud) -> 
         await bad.vectorize_list_indexes()
     assert str(refused.value) == "Vectorize indexes: HTTP 401: 10000: Authentication error"
     await bad.aclose()
+
+
+# --- a failure of the local cloud's own -------------------------------------------------------------
+
+
+def _broken_query(self: object, statements: object) -> object:
+    raise RuntimeError("database disk image is malformed")
+
+
+@pytest.mark.parametrize("over", ["loopback", "in process"])
+@pytest_twisted.inlineCallbacks
+def test_a_failure_of_the_local_cloud_is_a_500_with_its_traceback_logged(  # type: ignore[no-untyped-def]
+    over: str, served: tuple[LocalCloudServer, str, LocalCloud], monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+):
+    from helppuff_crawl.local.cloud import LocalTransport
+    from helppuff_crawl.local.d1 import LocalD1
+
+    _, url, cloud = served
+    transport = HttpTransport(TOKEN, url) if over == "loopback" else LocalTransport(cloud)
+    client = CloudflareClient(transport, LOCAL_ACCOUNT_ID, max_attempts=2, backoff=0, rate_limit=None)
+    database = cloud.create_database("broken")["uuid"]
+    monkeypatch.setattr(LocalD1, "query", _broken_query)
+    with caplog.at_level("ERROR", logger="helppuff_crawl.local.cloud"):
+        with pytest.raises(CloudflareError) as caught:
+            yield run_async(client.d1_query(database, "SELECT 1"))
+    if over == "loopback":  # the in-process transport's close closes the cloud: the fixture does
+        yield run_async(client.aclose())
+    # What the operator reads: the local cloud's own failure, said as a server says it, not a lost connection.
+    assert caught.value.status == 500
+    assert "HTTP 500: 10001: Internal error in the local cloud (see its log)" in str(caught.value), str(caught.value)
+    failures = [r for r in caplog.records if r.getMessage().startswith("Local cloud failed on POST /")]
+    assert failures and failures[0].exc_info is not None
+    assert "database disk image is malformed" in str(failures[0].exc_info[1])

@@ -112,6 +112,9 @@ def _envelope(result: Any, status: int = 200, result_info: dict[str, int] | None
     return Response(status, body)
 
 
+INTERNAL_ERROR = (10001, "Internal error in the local cloud (see its log)")  # code, message (LocalCloud.serve)
+
+
 def _error(status: int, code: int, message: str) -> Response:
     return Response(
         status,
@@ -247,6 +250,17 @@ class LocalCloud:
             if self._queues is None:
                 self._queues = LocalQueues(self.data_dir / "queues" / "queues.sqlite3")
             return self._queues
+
+    def serve(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
+        """`handle`, and a failure of the local cloud's own (a bug, a broken file) answered as a server
+        answers one: HTTP 500, INTERNAL_ERROR's code and words, its traceback in the log. So the
+        client reports "HTTP 500: 10001: Internal error in the local cloud (see its log)", in process
+        (LocalTransport) as over loopback (local/server.py), not a lost connection."""
+        try:
+            return self.handle(method, path, body, headers)
+        except Exception:
+            logger.exception("Local cloud failed on %s %s", method, path.partition("?")[0])
+            return _error(500, *INTERNAL_ERROR)
 
     def handle(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
         if self.rate_limiter is not None and (refused := self.rate_limiter.refuse()) is not None:
@@ -561,7 +575,7 @@ class LocalTransport:
     async def request(
         self, method: str, path: str, *, content: bytes = b"", headers: dict[str, str] | None = None
     ) -> Response:
-        return await asyncio.to_thread(self.cloud.handle, method, path, content, headers or {})
+        return await asyncio.to_thread(self.cloud.serve, method, path, content, headers or {})
 
     async def aclose(self) -> None:
         self.cloud.close()

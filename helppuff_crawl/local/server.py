@@ -115,12 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.startswith(API_PREFIX + "/"):
             self._error(404, 7000, f"No route for that URI: {self.path.split('?', 1)[0]}")
             return
-        try:
-            reply = self.server.cloud.handle(self.command, self.path, body, dict(self.headers.items()))
-        except Exception:
-            logger.exception("Local cloud failed on %s %s", self.command, self.path)
-            self._error(500, 10001, "Internal error in the local cloud (see its log)")
-            return
+        reply = self.server.cloud.serve(self.command, self.path, body, dict(self.headers.items()))
         self._reply(reply.status, reply.body, reply.headers)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
