@@ -43,6 +43,60 @@ def test_a_new_migration_file_is_applied_on_next_open(tmp_path: Path) -> None:
     assert db.query([("SELECT y FROM b", [])])[0]["results"] == [{"y": "semi;colon"}]
 
 
+def test_a_migration_another_process_applied_while_this_one_waited_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two processes open one new database: this one reads what is applied, then the other applies
+    # everything (here: a connection of its own, between the read and this one's transaction), then
+    # this one takes the lock. A migration that is not idempotent (ALTER TABLE) would fail if run twice.
+    from helppuff_crawl.local import d1 as local_d1
+
+    migrations = tmp_path / "migrations"
+    migrations.mkdir()
+    (migrations / "0001_a.sql").write_text("CREATE TABLE a (x TEXT);\n")
+    (migrations / "0002_b.sql").write_text("ALTER TABLE a ADD COLUMN y TEXT;\n")
+    path = tmp_path / "kb.sqlite3"
+    real_files = local_d1.migration_files
+
+    def files_after_the_other_process(directory: Path) -> list[Path]:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        for file in real_files(directory):
+            for statement in split_statements(file.read_text(encoding="utf-8")):
+                other.execute(statement)
+            other.execute("INSERT INTO d1_migrations (name) VALUES (?)", (file.name,))
+        other.execute("COMMIT")
+        other.close()
+        return real_files(directory)
+
+    monkeypatch.setattr(local_d1, "migration_files", files_after_the_other_process)
+    db = LocalD1(path, migrations)
+    monkeypatch.setattr(local_d1, "migration_files", real_files)
+    names = db.query([("SELECT name FROM d1_migrations ORDER BY id", [])])[0]["results"]
+    assert [row["name"] for row in names] == ["0001_a.sql", "0002_b.sql"]  # each once
+    db.query([("INSERT INTO a (x, y) VALUES ('1', '2')", [])])
+
+
+def test_a_migration_waiting_past_the_busy_timeout_is_overloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from helppuff_crawl.local import d1 as local_d1
+
+    path = tmp_path / "kb.sqlite3"
+    LocalD1(path).close()  # the migrations table exists, as when another process made the file
+    monkeypatch.setattr(local_d1, "BUSY_TIMEOUT_MS", 100)
+    migrations = tmp_path / "migrations"
+    migrations.mkdir()
+    (migrations / "0001_new.sql").write_text("CREATE TABLE n (x TEXT);\n")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(local_d1.D1Overloaded):
+            LocalD1(path, migrations)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert LocalD1(path, migrations).query([("SELECT COUNT(*) AS n FROM n", [])])[0]["results"] == [{"n": 0}]
+
+
 def test_split_statements_keeps_triggers_and_strings_whole() -> None:
     sql = """
     -- a comment

@@ -93,19 +93,35 @@ class LocalD1:
         self.migrate(migrations_dir)
 
     def migrate(self, migrations_dir: Path = MIGRATIONS_DIR) -> list[str]:
-        """Apply the migration files not applied yet, each in its own transaction."""
+        """Apply the migration files not applied yet, each in its own transaction.
+
+        Another process may open the same new database at once (`helppuff serve` and a crawl, two
+        workers): each migration is looked up again once its transaction holds the write lock, and
+        one the other process applied meanwhile is left alone. A lock not free within
+        BUSY_TIMEOUT_MS is D1Overloaded, as for a query: nothing was applied, a retry may pass."""
         applied_now: list[str] = []
         with self._lock:
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                "name TEXT UNIQUE, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)"
-            )
+            try:
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                    "name TEXT UNIQUE, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)"
+                )
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                raise D1Overloaded() from exc
             done = {row[0] for row in self._conn.execute("SELECT name FROM d1_migrations")}
             for file in migration_files(migrations_dir):
                 if file.name in done:
                     continue
-                self._conn.execute("BEGIN IMMEDIATE")
                 try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:  # SQLITE_BUSY after busy_timeout: nothing ran
+                    raise D1Overloaded() from exc
+                try:
+                    if self._conn.execute("SELECT 1 FROM d1_migrations WHERE name = ?", (file.name,)).fetchone():
+                        self._conn.execute("COMMIT")  # applied by another process while this one waited
+                        continue
                     for statement in split_statements(file.read_text(encoding="utf-8")):
                         self._conn.execute(statement)
                     self._conn.execute("INSERT INTO d1_migrations (name) VALUES (?)", (file.name,))
