@@ -132,13 +132,14 @@ class _TimedCloud:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cloud, name)
 
-    def handle(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+    def serve(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        """LocalCloud.serve, the entry LocalTransport calls, timed."""
         stage = "embed" if "/ai/run/" in path else "write"
         if stage == "embed":
             self._model_call(+1)
         started = time.thread_time()
         try:
-            return self._cloud.handle(method, path, *args, **kwargs)
+            return self._cloud.serve(method, path, *args, **kwargs)
         finally:
             spent = time.thread_time() - started
             with self._lock:
