@@ -21,6 +21,8 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,23 @@ class D1Overloaded(Exception):
 
     def __init__(self) -> None:
         super().__init__("D1 DB is overloaded. Requests queued for too long.")
+
+
+def lock_not_free(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's SQLITE_BUSY (or SQLITE_LOCKED): another connection held the lock past busy_timeout.
+    Any other failure (a broken file, a full disk) is not one."""
+    return (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+@contextmanager
+def _overloaded_when_busy() -> Iterator[None]:
+    """A statement that could not get the write lock is D1Overloaded: it never ran."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if not lock_not_free(exc):
+            raise
+        raise D1Overloaded() from exc
 
 
 def migration_files(directory: Path = MIGRATIONS_DIR) -> list[Path]:
@@ -101,23 +120,17 @@ class LocalD1:
         BUSY_TIMEOUT_MS is D1Overloaded, as for a query: nothing was applied, a retry may pass."""
         applied_now: list[str] = []
         with self._lock:
-            try:
+            with _overloaded_when_busy():
                 self._conn.execute(
                     "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, "
                     "name TEXT UNIQUE, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)"
                 )
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc):
-                    raise
-                raise D1Overloaded() from exc
             done = {row[0] for row in self._conn.execute("SELECT name FROM d1_migrations")}
             for file in migration_files(migrations_dir):
                 if file.name in done:
                     continue
-                try:
+                with _overloaded_when_busy():
                     self._conn.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:  # SQLITE_BUSY after busy_timeout: nothing ran
-                    raise D1Overloaded() from exc
                 try:
                     if self._conn.execute("SELECT 1 FROM d1_migrations WHERE name = ?", (file.name,)).fetchone():
                         self._conn.execute("COMMIT")  # applied by another process while this one waited
@@ -141,10 +154,8 @@ class LocalD1:
         """
         results: list[dict[str, Any]] = []
         with self._lock:
-            try:
+            with _overloaded_when_busy():
                 self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:  # SQLITE_BUSY after busy_timeout: nothing ran
-                raise D1Overloaded() from exc
             try:
                 for sql, params in statements:
                     parts = split_statements(sql)

@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from helppuff_crawl.local.d1 import lock_not_free
+
 logger = logging.getLogger(__name__)
 
 METRICS = ("cosine", "euclidean", "dot-product")
@@ -276,6 +278,8 @@ class LocalVectorIndex:
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
+            if not lock_not_free(exc):
+                raise
             raise VectorizeError(500, 3999, f"the index is busy ({exc}); nothing was changed: try again") from exc
 
     def apply_due(self) -> int:
