@@ -392,3 +392,49 @@ def test_many_pages_written_together_cost_the_calls_of_one(tmp_path: Path):  # t
     assert result["texts"] == dict.fromkeys(result["urls"], 2)
     assert sorted(r["url"] for r in result["rows"]) == result["urls"]
     assert set(result["known"].chunks) == set(result["urls"])  # the crawl's view kept current
+
+
+class _ReadBeforeTheOther:
+    """The local cloud's client, its first index reads answered as they were before another crawl made
+    the index and its metadata index (what a crawl starting at the same moment saw)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.stale = {"vectorize_get_index": None, "vectorize_list_metadata_indexes": []}
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name not in self.stale:
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if name in self.stale:
+                return self.stale.pop(name)
+            return await attr(*args, **kwargs)
+
+        return call
+
+
+async def _two_crawls_scenario(tmp_path: Path) -> None:
+    kb, first = _open(tmp_path)
+    await first.ensure_index()  # the other crawl made the index and its metadata index
+    late = _ReadBeforeTheOther(kb.client)
+    second = KnowledgeWriter(KnowledgeBase(late, await kb.database_id()), _index())  # type: ignore[arg-type]
+    await second.ensure_index()  # its creates are refused as duplicates (409): not an error
+    assert late.stale == {}  # both reads were the stale ones
+    indexes = await kb.client.vectorize_list_metadata_indexes(second.index)
+    assert [m["propertyName"] for m in indexes] == ["category"]
+    await second.claim_site(SITE)
+    await _write(second, _V1)
+    assert (await second.consistency(SITE))["consistent"]
+    # A refusal that is not a duplicate still stops the crawl: another model's index.
+    other = KnowledgeWriter(KnowledgeBase(_ReadBeforeTheOther(kb.client), await kb.database_id()),  # type: ignore[arg-type]
+                            _index("@cf/baai/bge-m3", 1024))
+    with pytest.raises(ModelMismatch, match="holds 8-dimension vectors"):
+        await other.ensure_index()
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_two_crawls_making_the_index_at_once_both_go_on(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_two_crawls_scenario(tmp_path))

@@ -46,7 +46,7 @@ import numpy as np
 
 from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.clock import iso, utc_now
-from helppuff_crawl.cloudflare.client import D1_MAX_PARAMS, MAX_UPSERT_VECTORS
+from helppuff_crawl.cloudflare.client import D1_MAX_PARAMS, MAX_UPSERT_VECTORS, CloudflareError
 from helppuff_crawl.config.contract import HEADING_SEPARATOR
 from helppuff_crawl.embed.models import default_model, embedding_model
 from helppuff_crawl.kb.database import KnowledgeBase, Statement
@@ -344,14 +344,21 @@ class KnowledgeWriter:
     # --- the index and the site's model --------------------------------------------------
 
     async def ensure_index(self) -> None:
-        """Create the Vectorize index (and its category metadata index) when it is missing."""
+        """Create the Vectorize index (and its category metadata index) when it is missing.
+
+        Two crawls may start at once on a new knowledge base (two workers): both find no index, and
+        the second one's create is refused as a duplicate (HTTP 409). That index, or metadata index,
+        was made by the other crawl a moment before: it is read and checked as any existing one."""
         info = await self.client.vectorize_get_index(self.index)
         if info is None:
-            await self.client.vectorize_create_index(self.index, self.dimensions, "cosine",
-                                                     "HelpPuff knowledge base chunks")
-            self._made(await self.client.vectorize_create_metadata_index(self.index, "category", "string"))
-            logger.info("Created Vectorize index %s (%d dimensions)", self.index, self.dimensions)
-            return
+            try:
+                await self.client.vectorize_create_index(self.index, self.dimensions, "cosine",
+                                                         "HelpPuff knowledge base chunks")
+                logger.info("Created Vectorize index %s (%d dimensions)", self.index, self.dimensions)
+            except CloudflareError as exc:
+                if exc.status != 409:
+                    raise
+            info = await self.client.vectorize_get_index(self.index) or {}
         dims = int((info.get("config") or {}).get("dimensions") or 0)
         if dims and dims != self.dimensions:
             raise ModelMismatch(
@@ -361,7 +368,11 @@ class KnowledgeWriter:
             )
         indexed = {m.get("propertyName") for m in await self.client.vectorize_list_metadata_indexes(self.index)}
         if "category" not in indexed:
-            self._made(await self.client.vectorize_create_metadata_index(self.index, "category", "string"))
+            try:
+                self._made(await self.client.vectorize_create_metadata_index(self.index, "category", "string"))
+            except CloudflareError as exc:
+                if exc.status != 409:  # 409: another crawl made it meanwhile
+                    raise
 
     async def claim_site(self, site: str) -> bool:
         """Record the site's model and chunk sizes; True when either changed (every page of the site is
