@@ -30,7 +30,10 @@
    questions, hit@1, hit@4 and MRR (over up to 20 passages), the answerable questions that got a
    passage and the unanswerable ones (nothing on the site answers them) that got none, side by
    side, and, to show what the cosine cut does, the same for Vectorize's own order (the local
-   cloud's index queried directly with the query's embedding: no Worker, no cut).
+   cloud's index queried directly with the query's embedding: no Worker, no cut). Then the
+   answerable questions once more in hybrid mode with the site's minScore set to 0 ("uncut"):
+   the Worker's ranking alone, so that what the ranking loses and what the relevance cut loses
+   are read apart.
 5. Unless `--no-chat`, asks every question once more through POST /v1/sites/<site>/chat (one
    user message; the answer's server-sent events read to `done`) and counts the answers that are
    "not sure": worker/src/chat/extractive.ts's NOT_SURE text, or a callback offered. Locally there
@@ -91,6 +94,8 @@ QUESTIONS_DIR = Path(__file__).with_name("questions")
 SITES_DIR = ROOT / "tests" / "sites"
 EXTRACTIVE_TS = ROOT / "worker" / "src" / "chat" / "extractive.ts"
 MODES = ("hybrid", "keywords", "vectors")
+# Each table's rows: the three modes, the hybrid pipeline without the relevance cut, Vectorize alone.
+ROWS = (*MODES, "uncut", "raw")
 LIMIT = 20  # passages asked for: hit@1 and hit@4 read the first ones, MRR all of them
 FACTS = "helppuff://facts"  # the facts passage's URL: an answer path, never a page
 
@@ -168,13 +173,22 @@ def crawl(site_url: str, site: str, data_dir: Path, model: str, render_js: str =
     if result.returncode not in (0, 1) or not result.stdout.strip():
         raise SystemExit(f"the crawl of {site} failed:\n{result.stdout}\n{result.stderr}")
     first = result.stdout.strip().splitlines()[0]
-    # The search route answers a request without an Origin, as this script sends, only for a site
-    # that says so (worker/src/guard.ts).
-    stored = subprocess.run([helppuff, "settings", "set", "-", "--site", site], cwd=ROOT, env=env,
-                            input=json.dumps({"allowNoOrigin": True}), capture_output=True, text=True, check=False)
+    store_settings(site, data_dir)
+    return first
+
+
+def store_settings(site: str, data_dir: Path, min_score: float | None = None) -> None:
+    """Store the site's settings with `helppuff settings set`: requests without an Origin accepted,
+    as this script sends them (the search route answers those only for a site that says so,
+    worker/src/guard.ts); with `min_score`, the reranker's least score kept instead of the default."""
+    settings: dict[str, Any] = {"allowNoOrigin": True}
+    if min_score is not None:
+        settings["backend"] = {"retrieval": {"minScore": min_score}}
+    env = {**os.environ, "HELPPUFF_DATA_DIR": str(data_dir), "CLOUDFLARE_API_TOKEN": "", "CLOUDFLARE_ACCOUNT_ID": ""}
+    stored = subprocess.run([str(Path(sys.executable).parent / "helppuff"), "settings", "set", "-", "--site", site],
+                            cwd=ROOT, env=env, input=json.dumps(settings), capture_output=True, text=True, check=False)
     if stored.returncode != 0:
         raise SystemExit(f"the settings of {site} could not be stored:\n{stored.stderr}")
-    return first
 
 
 def normal_path(path: str) -> str:
@@ -357,7 +371,7 @@ def first_rank(paths: list[str], wanted: set[str]) -> int | None:
 class Measured:
     """One model's figures over all sets, by retriever (hybrid, keywords, vectors, raw)."""
 
-    overall: dict[str, Score] = field(default_factory=lambda: {mode: Score() for mode in (*MODES, "raw")})
+    overall: dict[str, Score] = field(default_factory=lambda: {mode: Score() for mode in ROWS})
     right: list[float] = field(default_factory=list)  # per answerable question: best cosine of a right page
     wrong: list[float] = field(default_factory=list)  # per unanswerable question: best cosine of any page
     degraded: set[str] = field(default_factory=set)
@@ -365,9 +379,11 @@ class Measured:
 
 def measure_set(client: httpx.Client, dev: DevServer, model: str, qset: QuestionSet, site_url: str,
                 not_sure: str | None, into: Measured) -> dict[str, Score]:
-    """Every question of one set in each mode (and through the chat unless `not_sure` is None)."""
+    """Every question of one set in each mode (and through the chat unless `not_sure` is None), then
+    the answerable ones once more in hybrid mode with the site's minScore at 0: the "uncut" row, the
+    Worker's ranking without its relevance cut."""
     worker_url = dev.worker_url
-    scores = {mode: Score() for mode in (*MODES, "raw")}
+    scores = {mode: Score() for mode in ROWS}
     misses: list[str] = []
     for item in qset.questions:
         wanted = {normal_path(a) for a in item["answers"]}
@@ -392,9 +408,17 @@ def measure_set(client: httpx.Client, dev: DevServer, model: str, qset: Question
                               default=0.0))
         if not_sure is not None:
             scores["hybrid"].add_chat(False, chat_not_sure(client, worker_url, qset.site, question, not_sure))
+    store_settings(qset.site, dev.options.data_dir, min_score=0.0)
+    try:
+        for item in qset.questions:
+            answer, _ = search(client, worker_url, qset.site, item["q"], "hybrid")
+            paths = [page_path(p["url"], site_url) for p in answer["passages"]]
+            scores["uncut"].add(first_rank(paths, {normal_path(a) for a in item["answers"]}), not paths)
+    finally:
+        store_settings(qset.site, dev.options.data_dir)
     print(f"\n{qset.site}: {len(qset.questions)} questions, {len(qset.unanswerable)} unanswerable")
     print(header())
-    for mode in (*MODES, "raw"):
+    for mode in ROWS:
         print(scores[mode].row(_label(mode)))
         into.overall[mode].merge(scores[mode])
     unlearned = unlearned_answers(dev, qset, site_url)
@@ -416,8 +440,9 @@ def print_overall(model: str, measured: Measured, chat: bool) -> None:
     print(f"\n{model}, all sites: {total} questions, {LIMIT} passages asked for "
           f"(degraded stages seen: {', '.join(sorted(measured.degraded)) or 'none'})")
     print(header())
-    for mode in (*MODES, "raw"):
+    for mode in ROWS:
         print(measured.overall[mode].row(_label(mode)))
+    print("uncut: the Worker's hybrid pipeline with minScore 0, its ranking without the relevance cut")
     print("* Vectorize's own order, without the fused-order cosine cut (the local cloud, not the Worker)")
     if chat:
         print("The chat (POST .../chat, extractive locally) runs the hybrid pipeline: its figures are on that row.")
@@ -592,7 +617,7 @@ def summary(results: list[tuple[str, Measured]]) -> None:
     print(f"\nSummary over all questions ({', '.join(model for model, _ in results)}):")
     print(header("model, retriever", width))
     for model, measured in results:
-        for mode in (*MODES, "raw"):
+        for mode in ROWS:
             print(measured.overall[mode].row(f"{model} {_label(mode)}", width))
     print(LEGEND)
 
