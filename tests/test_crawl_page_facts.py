@@ -52,8 +52,10 @@ def test_a_crawl_fills_the_footer_hours_and_keeps_the_owners_email(serve_site, t
     assert facts["hours"] == {"value": FOOTER_HOURS, "source": "crawl", "source_url": f"{server.url}/contact"}
     assert facts["email"]["value"] == "owner@baysidebikes.example" and facts["email"]["source"] == "owner"
     assert facts["telephone"]["value"] == "+61 3 9555 0142"  # the structured one, not the text's
-    assert "address" not in facts  # the rules read no address
-    assert (stats["helppuff/store/page_facts_kept"], stats["helppuff/store/page_facts_dropped"]) == (1, 0)
+    # The contact page's sentence, from the street to the postcode.
+    assert facts["address"] == {"value": "41 Beach Road, Sandringham VIC 3191", "source": "crawl",
+                                "source_url": f"{server.url}/contact"}
+    assert (stats["helppuff/store/page_facts_kept"], stats["helppuff/store/page_facts_dropped"]) == (2, 0)
     passage = _passage(tmp_path)
     assert "| Monday | 08:00-17:30 |" in passage and "| Saturday | 09:00-12:00 |" in passage
     assert "- Email: owner@baysidebikes.example" in passage
@@ -62,12 +64,13 @@ def test_a_crawl_fills_the_footer_hours_and_keeps_the_owners_email(serve_site, t
     detect = run_helppuff(tmp_path, "knowledge", "facts", "detect", "--site", "bayside", "--json")
     assert detect.returncode == 0, detect.stderr
     report = json.loads(detect.stdout)
-    assert report["reader"] == "rules" and report["gaps"] == ["address"] and report["kept"] == []
+    assert report["reader"] == "rules" and report["gaps"] == [] and report["kept"] == []
     assert {c["key"]: c["reason"] for c in report["known"]} == {"telephone": "known already",
-                                                                "email": "known: the owner's"}
+                                                                "email": "known: the owner's",
+                                                                "address": "known already"}
     assert report["known"][1]["value"] == "workshop@baysidebikes.example"
     text = run_helppuff(tmp_path, "knowledge", "facts", "detect", "--site", "bayside", "--dry-run")
     assert text.returncode == 0, text.stderr
-    assert "with the rule-based reader" in text.stdout and "missing: address" in text.stdout
+    assert "with the rule-based reader" in text.stdout and "missing: nothing" in text.stdout
     assert "dry run: nothing kept" in text.stdout
     assert _facts(tmp_path) == facts

@@ -1,4 +1,4 @@
-"""helppuff_crawl.kb.page_facts: the gaps structured data leaves, filled from the stored contact and home pages.
+"""helppuff_crawl.kb.page_facts: the gaps structured data leaves, filled from the stored contact, home and location pages.
 
 The chat model is FakeChatServer (tests/test_local_chat.py), a fake OpenAI-compatible chat server on
 loopback that answers with scripted chat completions, reached as HELPPUFF_LOCAL_CHAT_URL is; Workers
@@ -20,6 +20,7 @@ from helppuff_crawl.kb.page_facts import (
     PageFactsConfig,
     WorkersAIChat,
     detect,
+    site_model_and_regions,
 )
 from helppuff_crawl.text.facts import DAYS
 from tests.conftest import local_kb, run_async
@@ -56,7 +57,8 @@ async def _rules(tmp_path: Path) -> None:
     await _seed(kb)
     dry = await detect(kb, "bayside", PageFactsConfig(), dry_run=True)
     assert (dry.reader, dry.pages, dry.gaps) == ("rules", [CONTACT, HOME], ["email", "address"])
-    assert [(c.key, c.value) for c in dry.kept] == [("email", "workshop@baysidebikes.example")]
+    assert [(c.key, c.value) for c in dry.kept] == [("email", "workshop@baysidebikes.example"),
+                                                    ("address", "41 Beach Road, Sandringham VIC 3191")]
     assert [(c.key, c.reason) for c in dry.known] == [("telephone", "known already"), ("hours", "known: the owner's")]
     assert not dry.stored and "email" not in await _facts(kb)  # a dry run keeps nothing
     done = await detect(kb, "bayside", PageFactsConfig())
@@ -66,12 +68,74 @@ async def _rules(tmp_path: Path) -> None:
                               "source_url": CONTACT}
     assert facts["hours"]["value"] == OWNER_HOURS and facts["hours"]["source"] == "owner"  # the owner's stays
     assert "telephone" not in facts  # the tel: link's number covers it
+    assert facts["address"]["value"] == "41 Beach Road, Sandringham VIC 3191"  # two lines of the page, as one
     await kb.close()
 
 
 @pytest_twisted.inlineCallbacks
 def test_rules_fill_only_the_gaps_and_never_the_owners(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_rules(tmp_path))
+
+
+# A bakery whose contact page is a form: its phone and hours are on its location page
+# (../shared/data/sites/mr-tu-bakery's location.html writes them so).
+BAKERY = "https://mrtubakery.example"
+BAKERY_PAGES = [
+    (f"{BAKERY}/contact", "contact", "Contact Us", "# Contact Us\n\nSend us a message with the form below."),
+    (BAKERY, "home", "Mr Tu Bakery", "# Fresh every morning\n\nBuns, cakes and pastries."),
+    (f"{BAKERY}/location", "location", "Location",
+     "Flushing\n\n136-29 Roosevelt Ave, Flushing, NY, 11354\n\nTel: (718) 353-0832\n\nMonday to Sunday: 6 AM - 6 PM"),
+    (f"{BAKERY}/menu", "other", "Menu", "Tel: (718) 000-0000\n\nEgg tart $2.99"),
+]
+
+
+async def _location(tmp_path: Path) -> None:
+    kb = local_kb(tmp_path)
+    for url, category, title, markdown in BAKERY_PAGES:
+        await kb.query("INSERT INTO pages (site, url, category, status, title, markdown, updated_at) "
+                       "VALUES ('bakery', ?, ?, 'ok', ?, ?, ?)", [url, category, title, markdown, iso(utc_now())])
+    found = await detect(kb, "bakery", PageFactsConfig())
+    assert found.pages == [f"{BAKERY}/contact", BAKERY, f"{BAKERY}/location"]  # contact, home, then location
+    assert {c.key: (c.value, c.source_url) for c in found.kept} == {
+        "telephone": ("(718) 353-0832", f"{BAKERY}/location"),
+        "hours": ({day: [["06:00", "18:00"]] for day in DAYS}, f"{BAKERY}/location"),
+        "address": ("136-29 Roosevelt Ave, Flushing, NY, 11354", f"{BAKERY}/location"),
+    }
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_location_page_fills_what_the_contact_and_home_pages_do_not_write(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_location(tmp_path))
+
+
+async def _regions(tmp_path: Path) -> None:
+    kb = local_kb(tmp_path)
+    assert (await site_model_and_regions(kb, "bakery", ["https://mrtubakery.com/location"]))[1] == ["AU", "US", "GB"]
+    assert (await site_model_and_regions(kb, "werland", ["https://www.werland.de/kontakt"]))[1] == ["DE", "AU", "US", "GB"]
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_phone_numbers_are_read_by_the_sites_country_then_the_usual_ones(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_regions(tmp_path))
+
+
+async def _many_locations(tmp_path: Path) -> None:
+    kb = local_kb(tmp_path)
+    await _seed(kb)
+    for n in range(8):  # a service-area business's suburb pages
+        await kb.query("INSERT INTO pages (site, url, category, status, title, markdown, updated_at) "
+                       "VALUES ('bayside', ?, 'location', 'ok', ?, 'We ride to you.', ?)",
+                       [f"{HOME}/areas/suburb-{n}", f"Suburb {n}", iso(utc_now())])
+    found = await detect(kb, "bayside", PageFactsConfig(), dry_run=True)
+    assert found.pages[:2] == [CONTACT, HOME] and len(found.pages) == 6  # MAX_PAGES; home is never crowded out
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_location_pages_come_after_the_contact_and_home_pages(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield run_async(_many_locations(tmp_path))
 
 
 def _completion(content: str) -> dict[str, Any]:
@@ -129,7 +193,7 @@ async def _not_json(tmp_path: Path, server: FakeChatServer) -> None:
     found = await detect(kb, "bayside", PageFactsConfig(server.url), dry_run=True)
     assert found.reader == "rules" and len(server.requests) == 1
     assert found.notes and "is not a JSON object" in found.notes[0] and "rule-based reader" in found.notes[0]
-    assert {c.key for c in found.kept} == {"email", "hours"}  # the rules read the same pages
+    assert {c.key for c in found.kept} == {"email", "hours", "address"}  # the rules read the same pages
     await kb.close()
 
 

@@ -242,8 +242,13 @@ def test_mr_tu_bakery_its_pages_without_rendering(crawl_of: Callable[[str], Craw
     for view in (f"/menu.html?category={c}" for c in ("pastry", "cake", "bread", "drinks")):
         assert (crawl.pages[view]["status"], crawl.pages[view]["reason"]) == (
             "skipped", f"duplicate of {origin_menu} (same content)"), view
-    # No structured data, tel: or mailto: link anywhere.
-    assert not {"phones", "emails", "telephone", "email"} & set(crawl.facts)
+    # No structured data, tel: or mailto: link anywhere: the location page's words give the phone
+    # number, the hours and the address (kb/page_facts.py reads contact, home, then location pages).
+    assert not {"phones", "emails", "email"} & set(crawl.facts)
+    assert crawl.facts["telephone"] == "(718) 353-0832"
+    assert crawl.facts["hours"] == {day: [["06:00", "18:00"]] for day in
+                                    ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")}
+    assert crawl.facts["address"].startswith("136-29 Roosevelt Ave, Flushing, NY")
 
 
 def test_mr_tu_bakery_location_address_and_phone_are_learned(crawl_of: Callable[[str], Crawl]) -> None:

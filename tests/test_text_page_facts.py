@@ -14,6 +14,7 @@ from helppuff_crawl.text.page_facts import (
     check_all,
     footer_text,
     page_clocks,
+    read_address,
     read_emails,
     read_hours,
     read_phones,
@@ -119,7 +120,36 @@ def test_german_practice_hours_contact_and_footer() -> None:
     found = read_rules([PageText("k", "contact", contact.markdown), PageText("h", "home", footer)], ["DE", "AU"])
     assert "praxis@zahnarztpraxis-werland.de" in contact.markdown  # its contact card, not pruned away
     assert [(c.key, c.value, c.source_url) for c in found] == [
-        ("telephone", "02774 · 2666", "k"), ("email", "praxis@zahnarztpraxis-werland.de", "k")]
+        ("telephone", "02774 · 2666", "k"), ("email", "praxis@zahnarztpraxis-werland.de", "k"),
+        ("address", "Hauptstraße 94, 35716 Ewersbach", "k")]  # "Anschrift", then the street and the town
+    assert read_address(footer) == "Hauptstraße 94, 35716 Ewersbach · Dietzhölztal"
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("Flushing\n\n136-29 Roosevelt Ave, Flushing, NY, 11354\n\nTel: (718) 353-0832",
+         "136-29 Roosevelt Ave, Flushing, NY, 11354"),
+        ("The workshop is at 41 Beach Road,\nSandringham VIC 3191.", "41 Beach Road, Sandringham VIC 3191"),
+        ("Unit 3, 15 Smith Street\nRichmond VIC 3121", "15 Smith Street, Richmond VIC 3121"),
+        ("#### Anschrift\n\nHauptstraße 94\n35716 Ewersbach", "Hauptstraße 94, 35716 Ewersbach"),
+        ("Hauptstraße *94*\n35716 Ewersbach", "Hauptstraße 94, 35716 Ewersbach"),  # Markdown's emphasis
+        ("Lange Straße 5\n12345 Ort", "Lange Straße 5, 12345 Ort"),
+        ("Adresse\nLindenweg 5\n12345 Musterstadt", "Lindenweg 5, 12345 Musterstadt"),
+        ("Address: 12 rue de la Paix, 75002 Paris", "12 rue de la Paix, 75002 Paris"),
+        ("Via Roma 12\n00100 Roma", "Via Roma 12, 00100 Roma"),
+        # Not addresses: a number beside a street word in a sentence, opening hours, a business number.
+        ("We have 3 vans on the road", ""),
+        ("Over 25 years on the road, 24 hours a day", ""),
+        ("Open 7 days\nCall 1300 555 000", ""),
+        ("ABN 51 824 753 556", ""),
+        ("Drive 20 minutes Way out", ""),
+    ],
+)
+def test_read_address(text: str, address: str) -> None:
+    assert read_address(text) == address
+    if address:  # what is read passes the check it will meet
+        assert check(Candidate("address", address, "u", "rules"), text) == ""
 
 
 def test_phones_are_read_by_the_country_given_first() -> None:

@@ -162,6 +162,35 @@ CATEGORIZE_CASES = [
     # the path wins over the title
     (f"{A}/contact", "Our Services | Acme", "contact"),
     (f"{A}/services/hot-water", "Hot Water FAQ", "service"),
+    # opening hours are contact details
+    (f"{A}/opening-hours", "", "contact"),
+    (f"{A}/hours", "", "contact"),
+    # a page named in the site's own language (../shared/data/sites/zahnarzt-werland's among them)
+    ("https://www.zahnarztpraxis-werland.de/kontakt.html", "", "contact"),
+    ("https://www.zahnarztpraxis-werland.de/sprechzeiten.html", "", "contact"),
+    ("https://www.zahnarztpraxis-werland.de/anfahrt.html", "", "location"),
+    ("https://www.zahnarztpraxis-werland.de/leistungen.html", "", "service"),
+    ("https://www.zahnarztpraxis-werland.de/leistungen/implantologie.html", "", "service"),
+    ("https://www.zahnarztpraxis-werland.de/zahnarzt.html", "", "other"),
+    ("https://praxis.de/%C3%BCber-uns", "", "about"),
+    ("https://praxis.de/ueber-uns", "", "about"),
+    ("https://praxis.de/%C3%B6ffnungszeiten", "", "contact"),
+    ("https://praxis.de/termin-online-buchen", "", "booking"),
+    ("https://praxis.de/preise", "", "pricing"),
+    ("https://praxis.de/kontakt-und-anfahrt", "", "contact"),
+    ("https://praxis.de/x", "Kontakt — Zahnarztpraxis Werland", "contact"),
+    ("https://salon.fr/horaires", "", "contact"),
+    ("https://salon.fr/qui-sommes-nous", "", "about"),
+    ("https://salon.fr/prestations", "", "service"),
+    ("https://clinica.es/contacto", "", "contact"),
+    ("https://clinica.es/como-llegar", "", "location"),
+    ("https://clinica.es/pedir-cita", "", "booking"),
+    ("https://studio.it/chi-siamo", "", "about"),
+    ("https://studio.it/dove-siamo", "", "location"),
+    ("https://bakkerij.nl/openingstijden", "", "contact"),
+    ("https://bakkerij.nl/over-ons", "", "about"),
+    # words are whole words of any alphabet: "überall" is not "über"
+    ("https://praxis.de/%C3%BCberall-kontaktlos", "", "other"),
 ]
 
 

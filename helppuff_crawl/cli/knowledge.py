@@ -7,8 +7,9 @@
     helppuff knowledge facts set KEY VALUE --site S   set a fact as the owner's (a crawl never
                                                       overwrites it); the facts passage is rebuilt
     helppuff knowledge facts detect --site S [--json] [--dry-run]
-                                                      read the stored contact and home pages for the
-                                                      phone, email, hours and address no fact covers
+                                                      read the stored contact, home and location
+                                                      pages for the phone, email, hours and address
+                                                      no fact covers
                                                       (a chat model, else rules); print what was
                                                       found, kept and dropped with why
     helppuff knowledge add --site S --title T (--text X | --file F)
@@ -56,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setter.add_argument("value")
     setter.add_argument("--site", required=True)
     setter.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
-    detect = facts_sub.add_parser("detect", help="fill the facts no fact covers from the contact and home pages")
+    detect = facts_sub.add_parser("detect", help="fill the facts no fact covers from the contact, home and location pages")
     detect.add_argument("--site", required=True)
     detect.add_argument("--json", action="store_true")
     detect.add_argument("--dry-run", action="store_true", help="print what would be kept; keep nothing")
@@ -295,7 +296,7 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
 
 
 async def detect_facts(settings: Any, site: str, dry_run: bool) -> tuple[Any, int]:
-    """Read the site's stored contact and home pages for its missing facts; (the detection, passage chunks)."""
+    """Read the site's stored contact, home and location pages for its missing facts; (the detection, passage chunks)."""
     from helppuff_crawl.kb import facts, page_facts
 
     kb, writer, embedder = open_knowledge(settings)

@@ -4,7 +4,7 @@
    change, for a page that could not be fetched), or after a change of chunk sizes were cut with
    the old ones, are learned again from their kept Markdown, with no fetch;
 2. the crawl's facts are saved (never over the owner's), the gaps its structured data left are filled
-   from the contact and home pages' own words (kb/page_facts.py, when `page_texts` is given), and
+   from the contact, home and location pages' own words (kb/page_facts.py, when `page_texts` is given), and
    the facts passage is rebuilt;
 3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
    re-embeds them);
@@ -57,7 +57,7 @@ async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
                       page_texts: page_facts.CrawlPageTexts | None = None) -> Finished:
     """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked, gone or duplicates this crawl; `relearn_all`:
     the crawl began by having every page learned again (the site's model or chunk sizes changed); `targeted`:
-    the crawl fetched the pages named only (step 1 is skipped); `page_texts`: the crawl's contact and home
+    the crawl fetched the pages named only (step 1 is skipped); `page_texts`: the crawl's contact, home and location
     pages' footers, and how to reach a chat model (None: no gaps are filled from the pages)."""
     stale = await writer.stale_pages(site, cleared_too=relearn_all) if embed is not None and not targeted else []
     for page in stale:

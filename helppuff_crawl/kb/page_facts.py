@@ -1,7 +1,9 @@
-"""Facts from the pages' own words: the gaps structured data leaves, filled from the contact and home pages.
+"""Facts from the pages' own words: the gaps structured data leaves, filled from the contact, home and location pages.
 
 When JSON-LD and tel:/mailto: links leave a gap (no telephone, no email, hours written only in a
-footer or a paragraph, no address), the site's contact and home pages are read:
+footer or a paragraph, no address), the site's contact, home and location pages are read (in that
+order: a "Find us" or "Location" page is where many small businesses write their address, phone
+number and opening hours, as ../shared/data/sites/mr-tu-bakery's location.html does):
 
 - with a chat model when there is one: the site's model (backend.model, else the default
   @cf/zai-org/glm-4.7-flash) on Workers AI through the client's `ai_run` when the knowledge base is on
@@ -14,8 +16,8 @@ footer or a paragraph, no address), the site's contact and home pages are read:
 Either way every candidate is checked against the page text (text/page_facts.check: an invented
 number, address or clock is not in the page) and a failing one is dropped with its reason.
 
-The pages' text: for each stored contact and home page (D1 `pages`, learned this crawl or before;
-contact pages first) its title, meta description and Markdown; the furniture blocks with contact
+The pages' text: for each stored contact, home and location page (D1 `pages`, learned this crawl or
+before; at most MAX_PAGES, contact pages first, then home, then location) its title, meta description and Markdown; the furniture blocks with contact
 details kept with the facts (`_site_blocks`) join the home page's; and during a crawl, the page's
 footer text (`CrawlPageTexts`, kept in memory: the Markdown leaves the site footer out, and no
 table keeps it, so `helppuff knowledge facts detect` on its own cannot read a footer).
@@ -54,11 +56,14 @@ from helppuff_crawl.text.page_facts import (
 
 logger = logging.getLogger(__name__)
 
-PAGE_CATEGORIES = ("contact", "home")  # the pages read, contact pages first
+PAGE_CATEGORIES = ("contact", "home", "location")  # the pages read, in this order
 MAX_PAGES = 6
 MAX_PAGE_CHARS = 8_000  # of each page's text given to the model
 DEFAULT_MODEL = "@cf/zai-org/glm-4.7-flash"  # the Worker's default chat model (worker/src/settings.ts)
 DEFAULT_REGION = "AU"  # the Worker's default locale is en-AU
+# Then these, for a site whose country neither its domain (a .com) nor its locale tells: a number
+# written "(718) 353-0832" is read by North America's rules, "020 7946 0958" by the UK's.
+FALLBACK_REGIONS = ("US", "GB")
 MAX_ANSWER_TOKENS = 1024
 # A key is a gap unless one of these is known (tel:/mailto: links are stored as phones/emails).
 _COVERED_BY = {"telephone": ("telephone", "phones"), "email": ("email", "emails"), "hours": ("hours",),
@@ -142,7 +147,7 @@ class PageFactsConfig:
 
 
 class CrawlPageTexts:
-    """During a crawl: the footer text of each contact and home page (the Markdown leaves footers out)."""
+    """During a crawl: the footer text of each page read (the Markdown leaves footers out)."""
 
     def __init__(self, config: PageFactsConfig) -> None:
         self.config = config
@@ -186,10 +191,13 @@ def gaps(known_keys: Sequence[str]) -> list[str]:
 
 
 async def load_pages(kb: KnowledgeBase, site: str, footers: Mapping[str, str] = {}) -> list[PageText]:
-    """The stored contact and home pages' words (contact pages first), with footers and the site's contact blocks."""
+    """The stored pages' words (PAGE_CATEGORIES, in that order), with footers and the site's contact blocks."""
+    marks = ", ".join("?" * len(PAGE_CATEGORIES))
+    order = " ".join(f"WHEN '{category}' THEN {n}" for n, category in enumerate(PAGE_CATEGORIES))
     rows = await kb.query(
-        "SELECT url, category, title, description, markdown FROM pages WHERE site = ? AND category IN ('contact', 'home') "
-        "AND status IN ('ok', 'unchanged') ORDER BY category = 'home', length(url), url LIMIT ?", [site, MAX_PAGES])
+        f"SELECT url, category, title, description, markdown FROM pages WHERE site = ? AND category IN ({marks}) "
+        f"AND status IN ('ok', 'unchanged') ORDER BY CASE category {order} END, length(url), url LIMIT ?",
+        [site, *PAGE_CATEGORIES, MAX_PAGES])
     blocks_row = await kb.first("SELECT value FROM facts WHERE site = ? AND key = ?", [site, SITE_BLOCKS_KEY])
     blocks = [str(b) for b in json.loads(blocks_row["value"])] if blocks_row else []
     pages = []
@@ -203,7 +211,7 @@ async def load_pages(kb: KnowledgeBase, site: str, footers: Mapping[str, str] = 
 
 async def site_model_and_regions(kb: KnowledgeBase, site: str, urls: Sequence[str]) -> tuple[str, list[str]]:
     """The site's chat model (backend.model) and the countries its phone numbers are read in (the
-    pages' country domain, the locale's country, then en-AU's)."""
+    pages' country domain, the locale's country, then en-AU's, then FALLBACK_REGIONS)."""
     model, locale = DEFAULT_MODEL, ""
     row = await get_site_settings(kb, site)
     if row is not None:
@@ -221,7 +229,7 @@ async def site_model_and_regions(kb: KnowledgeBase, site: str, urls: Sequence[st
             regions.append(_TLD_REGIONS.get(tld, tld.upper()))
     if match := re.search(r"[-_]([A-Za-z]{2})$", locale):
         regions.append(match.group(1).upper())
-    return model, list(dict.fromkeys([*regions, DEFAULT_REGION]))
+    return model, list(dict.fromkeys([*regions, DEFAULT_REGION, *FALLBACK_REGIONS]))
 
 
 def chat_model(kb: KnowledgeBase, config: PageFactsConfig, site_model: str) -> ChatModel | None:
@@ -282,7 +290,7 @@ async def read(pages: Sequence[PageText], chat: ChatModel | None, regions: Seque
 
 async def detect(kb: KnowledgeBase, site: str, config: PageFactsConfig, *, structured: Mapping[str, Any] | None = None,
                  footers: Mapping[str, str] = {}, dry_run: bool = False, always: bool = True) -> Detection:
-    """Read the site's contact and home pages, check what they give, and store what fills a gap.
+    """Read the site's contact, home and location pages, check what they give, and store what fills a gap.
 
     `structured`: after a crawl, the facts its structured data found (those keys and the owner's are
     known); None on demand, when every stored key is known. `always`: read even with no gap (on demand:

@@ -1,14 +1,17 @@
 """Business facts from a page's own words, and the checks any reader's answer must pass. Pure: no Scrapy import.
 
 When structured data leaves gaps (no tel: link, hours written in a footer or a paragraph), the
-contact and home pages' text fills them (kb/page_facts.py). Two readers give candidates:
+contact, home and location pages' text fills them (kb/page_facts.py). Two readers give candidates:
 
 - a chat model (kb/page_facts.py asks it), whose answers are untrusted;
 - `read_rules(pages)`, the rule-based reader here: opening-hours lines ("Mon–Fri 8am–5pm",
   "Monday to Friday: 8:00 - 17:00", "Sat 9-12", "Mo–Fr 8–18 Uhr", "Montag bis Donnerstag 10–13 und
   15–17:30 Uhr", table rows "| Monday to Friday | 7:00 am | 5:00 pm |"), phone numbers (Google's
   libphonenumber rules through `phonenumbers`: what a number looks like differs by country, and
-  that library knows them all; a number labelled fax is left out) and email addresses.
+  that library knows them all; a number labelled fax is left out), email addresses, and a street
+  address (`read_address`: a line with a house number and a street, "41 Beach Road",
+  "Hauptstraße 94", "12 rue de la Paix", "Via Roma 12", or after an "Address:"/"Anschrift" label,
+  with the next line joined when it gives the postcode and town).
 
 Every candidate then goes through `check(candidate, page_text)`, whichever reader gave it:
 
@@ -341,6 +344,78 @@ def read_phones(text: str, regions: Sequence[str] = ("AU",)) -> list[str]:
     return []
 
 
+# A street's kind, after its name ("Roosevelt Ave", "Beach Road") or as the end of one word
+# ("Hauptstraße", "Lindenweg"), or before it ("rue de la Paix", "Via Roma", "Calle Mayor").
+_STREET_AFTER = (
+    r"st|street|rd|road|ave|av|avenue|blvd|boulevard|dr|drive|ln|lane|way|hwy|highway|pde|parade|cres|"
+    r"crescent|ct|court|pl|place|tce|terrace|cl|close|cct|circuit|esp|esplanade|sq|square|pkwy|parkway"
+)
+_STREET_END = r"stra(?:ß|ss)e|str\.?|weg|gasse|platz|allee|ring|damm|ufer|chaussee|straat|laan|plein|gracht|kade|dijk"
+_STREET_BEFORE = r"rue|avenue|boulevard|chemin|place|calle|avenida|plaza|paseo|via|viale|piazza|corso|rua|travessa"
+_NUMBER = r"\d+[a-zA-Z]?(?:[-/]\d+[a-zA-Z]?)?"
+_NAME = r"[^\W\d_][\w'.-]*"
+# Each shape, with the words that name the street in group "name" (they must be capitalised).
+_STREETS = [re.compile(pattern) for pattern in (
+    rf"(?<![\w-]){_NUMBER},?\s+(?P<name>(?:{_NAME}\s+){{1,4}})(?i:{_STREET_AFTER})(?![\w])",  # 41 Beach Road
+    rf"(?<![\w-])(?P<name>{_NAME}?)(?i:{_STREET_END})\s+{_NUMBER}(?![\w])",  # Hauptstraße 94
+    rf"(?<![\w-])(?P<name>(?:{_NAME}\s+){{1,3}})(?i:{_STREET_AFTER}|{_STREET_END})\s+{_NUMBER}(?![\w])",  # Lange Str. 5
+    rf"(?<![\w-]){_NUMBER},?\s+(?i:{_STREET_BEFORE})\s+(?P<name>(?:{_NAME}\s*){{1,4}})",  # 12 rue de la Paix
+    rf"(?<![\w-])(?i:{_STREET_BEFORE})\s+(?P<name>(?:{_NAME}\s+){{1,4}}){_NUMBER}(?![\w])",  # Via Roma 12
+)]
+_PARTICLES = frozenset({"de", "la", "le", "les", "du", "des", "del", "della", "di", "van", "der", "den", "von", "am",
+                        "an", "im", "dos", "da", "do", "y", "e"})
+# The line after a street that gives its town: a postcode and a name ("35716 Ewersbach",
+# "Sandringham VIC 3191", "Flushing, NY 11354").
+_TOWN = re.compile(r"^(?=.*\d)(?=.*[^\W\d_]{3})[\w\s,.'·-]{4,60}$")
+_ADDRESS_LABEL = re.compile(
+    r"(?i)^(?:address|our address|postal address|street address|adresse|anschrift|dirección|direccion|"
+    r"indirizzo|adres|endereço|endereco|地址|住址)\s*[:：]?\s*"
+)
+_EMPHASIS = re.compile(r"[*_]{1,3}")
+_AFTER_POSTCODE = re.compile(r"(?<=\d{4})(?:,\s*|\s+)(?=[a-z])\D*$")
+
+
+def _street(line: str) -> int:
+    """Where a street with its house number starts in `line` (-1: none): its name's words are
+    capitalised, but for particles ("rue de la Paix"), so "3 vans on the road" is none."""
+    for pattern in _STREETS:
+        for match in pattern.finditer(line):
+            words = match.group("name").split()
+            if words and all(w[0].isupper() or w.lower() in _PARTICLES for w in words) and words[0][0].isupper():
+                return match.start()
+            if not words and match.group(0)[0].isupper():  # "Hauptstraße 94": one word, its kind in it
+                return match.start()
+    return -1
+
+
+def read_address(text: str) -> str:
+    """The first street address written in the text, as one line: from the street with its house
+    number (or what follows an address label) to the end of its line, with the next line joined
+    when it gives the postcode and town ("Hauptstraße 94" and "35716 Ewersbach" are
+    "Hauptstraße 94, 35716 Ewersbach"); "" when none."""
+    lines = [" ".join(_EMPHASIS.sub("", line).strip(" \t-|#>").split()) for line in text.replace("\u00a0", " ").splitlines()]
+    lines = [line for line in lines if line]
+    for i, line in enumerate(lines):
+        labelled = _ADDRESS_LABEL.match(line)
+        value = line[labelled.end():] if labelled else line
+        if labelled and not value and i + 1 < len(lines):
+            value, i = lines[i + 1], i + 1
+        if not value or len(value) > MAX_ADDRESS_CHARS or not re.search(r"\d", value):
+            continue
+        at = _street(value)
+        if at < 0 and not (labelled and re.search(r"[^\W\d_]{3}", value)):
+            continue
+        # From the street on; a sentence's words after the postcode are not the address
+        # ("41 Beach Road, Sandringham VIC 3191, next to the station car park").
+        value = _AFTER_POSTCODE.sub("", value[max(at, 0):]).rstrip(" ,.")
+        town = lines[i + 1].rstrip(" .") if i + 1 < len(lines) else ""
+        if town and _TOWN.match(town) and _street(town) < 0 and not re.search(r"\d{6,}", town) \
+                and not re.search(r"\d{4,5}$", value):
+            value = f"{value}, {town}"
+        return value
+    return ""
+
+
 def read_emails(text: str) -> list[str]:
     """Email addresses written in the text, lower-cased, in order."""
     return list(dict.fromkeys(address.lower().rstrip(".") for address in _EMAIL.findall(text)))
@@ -361,6 +436,8 @@ def read_rules(pages: Iterable[PageText], regions: Sequence[str] = ("AU",)) -> l
             hours, _ = read_hours(page.text)
             if hours:
                 found["hours"] = Candidate("hours", hours, page.url, "rules")
+        if "address" not in found and (address := read_address(page.text)):
+            found["address"] = Candidate("address", address, page.url, "rules")
     return [found[key] for key in FACT_KEYS if key in found]
 
 

@@ -17,8 +17,13 @@
 5. Else other.
 
 Matching is by words, never substrings: a segment or title is split into lower-case words at
-anything that is not a letter or a digit, and a key ("about", "refund-policy") matches when its
-words appear in a row. So "/cartography" is not cart, "/bookkeeping" is not booking and
+anything that is not a letter or a digit (of any alphabet: "/über-uns" is "über", "uns"), and a
+key ("about", "refund-policy") matches when its words appear in a row. The keys are English, and
+the same pages' usual names in German, French, Spanish, Italian, Dutch and Portuguese ("/kontakt",
+"/anfahrt", "/leistungen", "/horaires", "/contacto", "/chi-siamo", "/openingstijden"): a small
+business names its pages in its own language, and the Worker leans questions towards categories
+(a phone number or opening hours towards contact, where a page of opening hours belongs too), and
+the facts are read from the contact pages (kb/page_facts.py). So "/cartography" is not cart, "/bookkeeping" is not booking and
 "/facebook" is not book. Keys starting with "^" must start the segment ("/terms" is policy,
 "/plumbing-terms-explained" is not; "/returns" is policy, "/tax-returns" is not). Location pages also match the usual small-business shapes:
 a trade followed by a place ("/plumber-melbourne", "/electricians-st-kilda") or a trade, then
@@ -95,7 +100,10 @@ CATEGORY_KEYS: dict[str, tuple[str, ...]] = {
         "privacy", "terms-of-use", "legal", "cookie", "cookies", "disclaimer", "gdpr", "imprint",
         "impressum", "copyright", "datenschutz", "datenschutzerklaerung", "dsgvo",
     ),
-    "faq": ("faq", "faqs", "questions", "frequently-asked", "q-a"),
+    "faq": (
+        "faq", "faqs", "questions", "frequently-asked", "q-a", "haeufige-fragen", "häufige-fragen",
+        "preguntas-frecuentes", "domande-frequenti", "veelgestelde-vragen", "perguntas-frequentes",
+    ),
     # The rules of trade a visitor asks about (the module docstring says why terms are here).
     "policy": (
         "policy", "policies", "^terms", "terms-and-conditions", "terms-of-service", "terms-of-sale",
@@ -105,29 +113,51 @@ CATEGORY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "pricing": (
         "pricing", "price", "prices", "price-list", "rates", "fee", "fees", "cost", "costs",
-        "financing", "finance", "payment", "payments", "payment-plans",
+        "financing", "finance", "payment", "payments", "payment-plans", "preise", "preisliste",
+        "kosten", "tarifs", "prix", "precios", "tarifas", "prezzi", "listino", "prijzen", "precos", "preços",
     ),
     "booking": (
         "book", "booking", "bookings", "book-now", "book-online", "schedule", "scheduling",
-        "appointment", "appointments", "reserve", "reservation", "reservations",
+        "appointment", "appointments", "reserve", "reservation", "reservations", "termin",
+        "termine", "terminvereinbarung", "online-termin", "buchen", "buchung", "reservierung",
+        "rendez-vous", "reserver", "réserver", "cita", "citas", "reserva", "reservas",
+        "prenota", "prenotazione", "prenotazioni", "afspraak", "afspraken", "reserveren", "agendamento",
     ),
+    # Opening hours are asked of the contact details (worker/src/intent.ts leans them there too).
     "contact": (
         "contact", "contact-us", "get-in-touch", "enquire", "enquiry", "enquiries", "inquire",
-        "inquiry", "inquiries", "quote", "quotes", "find-us",
+        "inquiry", "inquiries", "quote", "quotes", "find-us", "hours", "opening-hours",
+        "opening-times", "business-hours", "kontakt", "kontaktformular", "oeffnungszeiten",
+        "öffnungszeiten", "sprechzeiten", "sprechstunden", "contactez-nous", "nous-contacter",
+        "horaires", "contacto", "contactenos", "contáctenos", "horario", "horarios", "contatti",
+        "contatto", "contattaci", "orari", "contacteer", "openingstijden", "contato", "fale-conosco",
     ),
-    "testimonials": ("testimonials", "testimonial", "reviews", "review"),
-    "team": ("team", "our-team", "staff", "people", "leadership"),
+    "testimonials": (
+        "testimonials", "testimonial", "reviews", "review", "bewertungen", "erfahrungen",
+        "temoignages", "témoignages", "opiniones", "testimonios", "recensioni", "recensies",
+        "depoimentos",
+    ),
+    "team": (
+        "team", "our-team", "staff", "people", "leadership", "unser-team", "equipe", "équipe",
+        "equipo", "nuestro-equipo", "squadra", "ons-team",
+    ),
     "about": (
         "about", "about-us", "who-we-are", "our-story", "our-history", "why-us", "why-choose",
-        "our-mission",
+        "our-mission", "ueber-uns", "uber-uns", "über-uns", "a-propos", "à-propos", "qui-sommes-nous",
+        "quienes-somos", "quiénes-somos", "sobre-nosotros", "chi-siamo", "over-ons", "sobre-nos",
     ),
     "location": (
         "location", "locations", "area", "areas", "service-area", "service-areas", "suburb",
-        "suburbs", "regions", "cities", "where-we-work", "near-me",
+        "suburbs", "regions", "cities", "where-we-work", "near-me", "directions", "how-to-find-us",
+        "anfahrt", "anreise", "standort", "standorte", "wegbeschreibung", "lageplan", "plan-d-acces",
+        "ubicacion", "ubicación", "como-llegar", "cómo-llegar", "dove-siamo", "come-raggiungerci",
+        "routebeschrijving", "localizacao", "localização", "como-chegar",
     ),
     "service": (
         "service", "services", "what-we-do", "solutions", "treatments", "repair", "repairs",
-        "installation", "installations", "maintenance",
+        "installation", "installations", "maintenance", "leistungen", "leistungsspektrum",
+        "behandlungen", "angebot", "dienstleistungen", "prestations", "soins", "servicios",
+        "tratamientos", "servizi", "trattamenti", "diensten", "behandelingen", "servicos", "serviços",
     ),
     "product": ("product", "products", "shop"),
     "blog": ("blog", "blogs", "news", "articles", "posts"),
@@ -161,7 +191,7 @@ _NOT_PLACE = frozenset(
 
 _PAGE_EXTENSION = re.compile(r"\.(?:html?|php\d?|aspx?|jsp|shtml|cfm)$")
 _HOME_SEGMENTS = frozenset({"index", "home", "default", "homepage"})
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")  # letters (any alphabet: "über", "öffnungszeiten") and digits
 _TITLE_SEPARATOR = re.compile(r"\s+(?:\||-|—|–|·|::|»)\s+|\s*[|—–·»]\s*")
 _YEAR = re.compile(r"^(?:199\d|20\d\d)$")
 _MONTH = re.compile(r"^(?:0?[1-9]|1[0-2])$")
