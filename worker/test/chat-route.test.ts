@@ -17,6 +17,7 @@ import { estimateTokens, priceNeurons } from "../src/usage";
 import { seedAcme } from "./acme";
 import { type FakeAi, FakeVectorize, RERANKER } from "./fakes";
 import { FakeChatModel, FakeRateLimiter, GLM, GPT_OSS } from "./fake-model";
+import { type SseEvent, parseEvents } from "./sse";
 
 const ORIGIN = "https://acme.com.au";
 const NOW = new Date("2026-11-24T23:30:00Z"); // Wednesday 10:30 in Melbourne
@@ -29,10 +30,6 @@ const vectorizes = new Map<string, FakeVectorize>();
 let model: FakeChatModel;
 let now: Date;
 
-interface SseEvent {
-  event: string;
-  data: Record<string, unknown>;
-}
 
 async function seedSite(site: string): Promise<void> {
   const vectorize = new FakeVectorize(1024);
@@ -102,18 +99,6 @@ async function call({ body, origin = ORIGIN, method = "POST", headers = {}, site
     body: method === "POST" ? (typeof body === "string" ? body : JSON.stringify(body)) : undefined,
   });
   return handleChat(request, site, { backends: backends(site), limiters: limiters ?? { visitor: null, site: null }, now: () => now });
-}
-
-function parseEvents(text: string): SseEvent[] {
-  return text
-    .split("\n\n")
-    .filter((block) => block.trim() !== "")
-    .map((block) => {
-      const lines = block.split("\n");
-      const event = lines.find((line) => line.startsWith("event: "))?.slice(7) ?? "";
-      const data = lines.find((line) => line.startsWith("data: "))?.slice(6) ?? "{}";
-      return { event, data: JSON.parse(data) as Record<string, unknown> };
-    });
 }
 
 /** Ask one question (after `earlier` turns) and read every event. */

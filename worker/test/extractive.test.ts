@@ -21,6 +21,7 @@ import { estimateTokens, priceNeurons } from "../src/usage";
 import { seedAcme } from "./acme";
 import { type FakeAi, FakeVectorize } from "./fakes";
 import { FakeChatModel } from "./fake-model";
+import { deltaText, parseEvents } from "./sse";
 
 function passage(n: number, text: string, extra: Partial<Passage> = {}): Passage {
   return {
@@ -208,15 +209,8 @@ describe("the chat route without a chat model", () => {
     const backends = backendsFromEnv({ DB: env.DB, VECTORIZE: vectorize, AI: model });
     const response = await handleChat(request, "acme-x", { backends, limiters: { visitor: null, site: null }, now: () => new Date("2026-11-24T23:30:00Z") });
     expect(response.status).toBe(200);
-    const events = (await response.text())
-      .split("\n\n")
-      .filter((block) => block.trim() !== "")
-      .map((block) => {
-        const [name, data] = block.split("\n");
-        return { event: name?.slice(7) ?? "", data: JSON.parse(data?.slice(6) ?? "{}") as Record<string, unknown> };
-      });
-    const text = events.filter((e) => e.event === "delta").map((e) => e.data["text"]).join("");
-    return { events, text, names: events.map((e) => e.event) };
+    const events = parseEvents(await response.text());
+    return { events, text: deltaText(events), names: events.map((e) => e.event) };
   }
 
   it("quotes the passages when the model answers 5007 (No such model)", async () => {

@@ -196,7 +196,8 @@ async function answerExtractively(deps: AnswerDeps, input: AnswerInput, usage: U
 
 /**
  * The answer when the provider cannot be called (no key) or failed before anything was shown:
- * the extractive answer without passages, "I'm not sure — can we call you back?" and the callback.
+ * the extractive answer without passages: the business detail asked for when the details hold it
+ * (details.ts), else "I'm not sure — can we call you back?" and the callback.
  */
 export async function answerNotSure(deps: AnswerDeps, input: AnswerInput, usage: UsageMeter, emit: Emit): Promise<void> {
   await answerExtractively(deps, { ...input, passages: [] }, usage, emit);

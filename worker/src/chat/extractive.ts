@@ -9,9 +9,12 @@
  *
  *   - a question that asks for a callback ("please call me back about ..."), as the widget sends
  *     after its callback form: the callback itself;
- *   - no passage: "I'm not sure — can we call you back?" with the callback offer. Retrieval has
- *     already judged relevance (the reranker's minScore, or select.ts's check in fused order), so
- *     any passage it returned is answered from;
+ *   - no passage, and the question asks for a business detail the business details hold (its
+ *     phone number, email, address or opening hours: details.ts): that detail, under "From the
+ *     business details:", as a chat model answers from the details it receives with every answer;
+ *   - no passage otherwise: "I'm not sure — can we call you back?" with the callback offer.
+ *     Retrieval has already judged relevance (the reranker's minScore, or select.ts's check in
+ *     fused order), so any passage it returned is answered from;
  *   - otherwise, under the label "From the site's pages:", each quote cited as [n] (so the same
  *     citation filter and Sources list apply as for a model's answer):
  *       1. the candidate sentences of the passages, best passages first, at most `maxCandidates`
@@ -57,7 +60,9 @@ import { TimeoutError, withTimeout } from "../timeout";
 import { type Tokens, type UsageMeter, estimateTokens, reportedTokens } from "../usage";
 import { CitationFilter, citedSources } from "./citations";
 import { contactFromConversation, mergeContact, reachable } from "./contact";
+import { DETAILS_LABEL, detailsAnswer } from "./details";
 import type { CallbackData, ChatEvent, Emit } from "./events";
+import type { BusinessFacts } from "./facts";
 import { conversationExcerpt, saveLead } from "./leads";
 import { type Candidate, type Part, type Quote, candidates, parts, quoteLines, quoteOf } from "./quotes";
 import type { AnswerDeps, AnswerInput, QueryEmbedding } from "./types";
@@ -150,13 +155,15 @@ function page(passage: Passage | undefined): string {
 /**
  * What to answer to `question` from `passages` (best first), without a model. `cosines` gives
  * each candidate sentence's cosine to the question, by its text (only those sentences are then
- * candidates); null lets the word overlap alone choose.
+ * candidates); null lets the word overlap alone choose. `facts`: the business details, which
+ * answer a question for one of them when no passage gives a quote (details.ts).
  */
 export function extractiveAnswer(
   question: string,
   passages: readonly Passage[],
   options: Partial<ExtractiveOptions> = {},
   cosines: ReadonlyMap<string, number> | null = null,
+  facts: BusinessFacts | null = null,
 ): ExtractivePlan {
   const opts = { ...DEFAULT_EXTRACTIVE_OPTIONS, ...options };
   const need = question.replace(/\s+/gu, " ").trim();
@@ -208,6 +215,8 @@ export function extractiveAnswer(
     take(scored);
   }
   if (quotes.length === 0) {
+    const details = facts === null ? null : detailsAnswer(question, facts);
+    if (details !== null) return { kind: "answer", text: `${DETAILS_LABEL}\n${details.join("\n")}`, cited: [] };
     return opts.callbackOffered ? { kind: "callback", reason: "unsure", need } : { kind: "unsure", text: "I'm not sure." };
   }
   const cited = [...new Set(quotes.flatMap((quote) => quote.cited))];
@@ -316,15 +325,16 @@ export async function sentenceCosines(
  */
 export async function planExtractive(
   deps: Pick<AnswerDeps, "ai">,
-  input: Pick<AnswerInput, "site" | "settings" | "request" | "passages" | "queryEmbedding">,
+  input: Pick<AnswerInput, "site" | "settings" | "request" | "passages" | "queryEmbedding"> & Partial<Pick<AnswerInput, "facts">>,
   usage: UsageMeter,
   options: Partial<ExtractiveOptions> = {},
 ): Promise<ExtractivePlan> {
   const opts = { ...DEFAULT_EXTRACTIVE_OPTIONS, callbackOffered: input.settings.tools.callback, ...options };
   const question = input.request.messages[input.request.messages.length - 1]?.content ?? "";
   const embedding = input.queryEmbedding ?? null;
+  const facts = input.facts ?? null;
   if (embedding === null || input.passages.length === 0 || (opts.callbackOffered && CALLBACK_REQUEST.test(question))) {
-    return extractiveAnswer(question, input.passages, opts, null);
+    return extractiveAnswer(question, input.passages, opts, null, facts);
   }
   const texts = [...new Set(candidates(input.passages, sentenceRoom(embedding, opts.maxCandidates)).map((c) => c.text))];
   let cosines: Map<string, number> | null = null;
@@ -338,7 +348,7 @@ export async function planExtractive(
       );
     }
   }
-  return extractiveAnswer(question, input.passages, opts, cosines);
+  return extractiveAnswer(question, input.passages, opts, cosines, facts);
 }
 
 /**

@@ -34,6 +34,7 @@ import { parseBackendType } from "../settings";
 import { answerNotSure, refuseOverBudget, streamAnswer } from "./answer";
 import { contactFromConversation, mergeContact } from "./contact";
 import { type Emit, encodeEvent } from "./events";
+import { detailsAnswer } from "./details";
 import { type BusinessFacts, emptyFacts, linkFactsPassage, loadFacts } from "./facts";
 import { findGaps, isGap, noteGap } from "./gaps";
 import { buildPrompt } from "./prompt";
@@ -145,7 +146,8 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     return json(503, { error: "the knowledge base cannot be read right now" }, cors);
   }
   for (const reason of retrieved.degraded) console.warn("chat retrieval for site %s degraded: %s", site, reason);
-  const emptySearch = retrieved.passages.length === 0 && isGap(question, retrieved.degraded);
+  // A question the business details answer without a passage ("what's your number?") is no gap.
+  const emptySearch = retrieved.passages.length === 0 && isGap(question, retrieved.degraded) && detailsAnswer(question, facts) === null;
   const tools = toolDefinitions(settings.tools);
   const prompt = buildPrompt({
     settings,
