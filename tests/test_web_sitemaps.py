@@ -288,6 +288,12 @@ def test_billion_laughs_is_not_expanded() -> None:
     assert doc.error.startswith("XML parse stopped:")
 
 
+def test_an_undeclared_entity_is_recovered_from_not_a_stop() -> None:
+    body = f"<urlset {NS}><url><loc>https://acme.test/&nbsp;a</loc></url><url><loc>https://acme.test/b</loc></url></urlset>"
+    doc = parse_sitemap(body.encode())
+    assert doc.error == "" and doc.entries[-1] == SitemapEntry("https://acme.test/b")
+
+
 def test_external_entity_is_not_read() -> None:
     body = (
         b'<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'

@@ -263,6 +263,9 @@ class SitemapWalk:
                 self.problems.append((queue.popleft(), reason))
 
 
+_RESOURCE_LIMIT = getattr(lxml.etree.ErrorTypes, "ERR_RESOURCE_LIMIT", None)
+
+
 def _parse_xml(xml: bytes, url: str) -> SitemapDocument:
     parser = lxml.etree.iterparse(
         BytesIO(xml),
@@ -308,8 +311,12 @@ def _parse_xml(xml: bytes, url: str) -> SitemapDocument:
     if not kind:
         return SitemapDocument("invalid", [], "not XML")
     error = ""
-    if not closed:
-        last = parser.error_log.last_error
+    # A resource limit (the entity amplification guard: "billion laughs") stops the parse; in
+    # recover mode lxml 6.2 then closes the open elements instead of raising, so the document
+    # looks whole and the rest of it is silently gone. Say it stopped.
+    stopped = next((e for e in parser.error_log if e.type == _RESOURCE_LIMIT), None) if _RESOURCE_LIMIT else None
+    if stopped is not None or not closed:
+        last = stopped or parser.error_log.last_error
         error = f"XML parse stopped: {_one_line(last.message if last else 'document cut short')}"
     return SitemapDocument(kind, entries, error)
 
