@@ -23,23 +23,26 @@
    (the Worker's pipeline), "keywords" (FTS5 BM25 alone) and "vectors" (Vectorize alone); the
    rest of the pipeline (intent boost, reranker, selection) is the same for all three. Locally the
    reranker is the local cloud's relevance model (@local/e5-relevance,
-   helppuff_crawl/local/relevance.py), which reads every chunk before the questions are asked, and
-   `minScore` applies as in production; where it fails or is too slow, the answer is in fused
-   order, where a vector match counts only at a cosine of at least worker/src/select.ts
-   fusedMinCosine(model) (models.json). Prints, per site and over all
-   questions, hit@1, hit@4 and MRR (over up to 20 passages), the answerable questions that got a
-   passage and the unanswerable ones (nothing on the site answers them) that got none, side by
-   side, and, to show what the cosine cut does, the same for Vectorize's own order (the local
-   cloud's index queried directly with the query's embedding: no Worker, no cut). Then the
-   answerable questions once more in hybrid mode with the site's minScore set to 0 ("uncut"):
-   the Worker's ranking alone, so that what the ranking loses and what the relevance cut loses
-   are read apart.
+   helppuff_crawl/local/relevance.py: the query's cosine with each chunk's stored vector, and its
+   word share), and each passage comes in its band (worker/src/bands.ts: confident, or closest,
+   down to the model's closest bar); where the relevance model fails or is too slow, the answer is in
+   fused order (every passage closest), where a vector match counts only at a cosine of at least
+   worker/src/select.ts fusedMinCosine(model) (models.json). Prints, per site and over all
+   questions, hit@1, hit@4 and MRR (over up to 20 passages; hit@4 is "shown its page", in either
+   band), the answerable questions that got a passage and one in the confident band, the
+   unanswerable ones (nothing on the site answers them) that got none and one in the confident band
+   (a false claim), side by side, and, to show what the cosine cut does, the same for Vectorize's
+   own order (the local cloud's index queried directly with the query's embedding: no Worker, no
+   cut). Then the answerable questions once more in hybrid mode with the site's minScore set to 0
+   ("uncut"): the Worker's ranking alone, so that what the ranking loses and what the relevance cut
+   loses are read apart.
 5. Unless `--no-chat`, asks every question once more through POST /v1/sites/<site>/chat (one
-   user message; the answer's server-sent events read to `done`) and counts the answers that are
-   "not sure": worker/src/chat/extractive.ts's NOT_SURE text, or a callback offered. Locally there
-   is no chat model, so the Worker answers extractively (the best passages' sentences), and that
-   is what is measured: on answerable questions "not sure" is a miss, on unanswerable ones it is
-   the right answer.
+   user message; the answer's server-sent events read to `done`) and sorts the answers by kind:
+   confident (quoted from the pages, or from the business details), closest (worker/src/chat/
+   extractive.ts CLOSEST_LABEL: not sure, the closest passage shown with its source), or the plain
+   "not sure" with the callback (no passage shown). Locally there is no chat model, so the Worker
+   answers extractively, and that is what is measured: a plain "not sure" on an answerable
+   question is a miss, a confident answer to an unanswerable one a false claim.
 6. Unless `--sizes ""`, adds filler chunks to the first site (same D1 table and Vectorize
    namespace, so every search scans them) through the local cloud's D1 and Vectorize REST APIs, up
    to 1,000 and then 10,000 chunks, and prints search latency p50/p95 (client round trip, each
@@ -255,22 +258,40 @@ def timed_search(client: httpx.Client, worker_url: str, site: str, query: str,
     raise AssertionError("unreachable")
 
 
-def not_sure_text() -> str:
-    """The extractive answer's NOT_SURE text, as worker/src/chat/extractive.ts has it."""
-    match = re.search(r'export const NOT_SURE = "([^"]+)"', EXTRACTIVE_TS.read_text(encoding="utf-8"))
+DETAILS_TS = ROOT / "worker" / "src" / "chat" / "details.ts"
+
+
+def _constant(path: Path, name: str) -> str:
+    match = re.search(rf'export const {name} = "([^"]+)"', path.read_text(encoding="utf-8"))
     if match is None:
-        raise SystemExit(f"{EXTRACTIVE_TS}: no NOT_SURE constant; the chat's answers cannot be classified")
+        raise SystemExit(f"{path}: no {name} constant; the chat's answers cannot be classified")
     return match.group(1)
 
 
-def chat_not_sure(client: httpx.Client, worker_url: str, site: str, question: str, not_sure: str) -> bool:
-    """Ask the chat route; whether its answer is "not sure" (the NOT_SURE text, "I'm not sure", or a callback offer)."""
+@dataclass(frozen=True)
+class AnswerKinds:
+    """The labels the extractive answer starts with (worker/src/chat/extractive.ts, details.ts)."""
+
+    pages: str  # EXTRACTIVE_LABEL: confident, the site's own words
+    details: str  # DETAILS_LABEL: confident, the business details
+    closest: str  # CLOSEST_LABEL: not sure, the closest passage shown
+
+    @classmethod
+    def read(cls) -> AnswerKinds:
+        return cls(_constant(EXTRACTIVE_TS, "EXTRACTIVE_LABEL"), _constant(DETAILS_TS, "DETAILS_LABEL"),
+                   _constant(EXTRACTIVE_TS, "CLOSEST_LABEL"))
+
+
+def chat_answer_kind(client: httpx.Client, worker_url: str, site: str, question: str, kinds: AnswerKinds) -> str:
+    """Ask the chat route; what its answer is: "confident" (quoted from the pages or the business
+    details), "closest" (not sure, the closest passage shown and cited) or "unsure" (the plain "not
+    sure" and the callback: no passage shown)."""
     body = {"messages": [{"role": "user", "content": question}]}
     with client.stream("POST", f"{worker_url}/v1/sites/{site}/chat", json=body) as reply:
         if reply.status_code == 404:  # nothing learned: the widget would have nothing to say
-            return True
+            return "unsure"
         reply.raise_for_status()
-        text, offered, event = "", False, ""
+        text, event = "", ""
         for line in reply.iter_lines():
             if line.startswith("event: "):
                 event = line.removeprefix("event: ")
@@ -278,11 +299,11 @@ def chat_not_sure(client: httpx.Client, worker_url: str, site: str, question: st
                 data = json.loads(line.removeprefix("data: "))
                 if event == "delta":
                     text += data["text"]
-                elif event == "callback":
-                    offered = True
                 elif event == "error":
                     raise SystemExit(f"the chat of {site} broke off on {question!r}: {data['message']}")
-    return offered or text.startswith(not_sure) or text.startswith("I'm not sure")
+    if text.startswith((kinds.pages, kinds.details)):
+        return "confident"
+    return "closest" if text.startswith(kinds.closest) else "unsure"
 
 
 def raw_vector_matches(dev: DevServer, model: str, site: str, site_url: str, query: str) -> list[tuple[str, float]]:
@@ -308,34 +329,40 @@ class Score:
 
     asked: int = 0
     hit1: int = 0
-    hit4: int = 0
+    hit4: int = 0  # the right page in the top 4, in either band: shown its page
     rr: float = 0.0
     found: int = 0  # answerable questions that got a passage
+    confident: int = 0  # answerable questions with a passage in the confident band
     unanswerable: int = 0
     declined: int = 0  # unanswerable questions that got no passage
+    u_confident: int = 0  # unanswerable questions with a passage in the confident band (a false claim)
     chat_asked: int = 0
-    chat_unsure: int = 0  # answerable questions the chat was not sure of (a miss)
+    chat_unsure: int = 0  # answerable questions answered with the plain "not sure", no passage shown (a miss)
+    chat_closest: int = 0  # answerable questions answered in the closest band
     chat_unanswerable: int = 0
-    chat_declined: int = 0  # unanswerable questions the chat was not sure of (right)
+    chat_u_confident: int = 0  # unanswerable questions the chat answered confidently (wrong)
 
-    def add(self, rank: int | None, empty: bool) -> None:
+    def add(self, rank: int | None, passages: list[dict[str, Any]]) -> None:
         self.asked += 1
         self.hit1 += rank == 1
         self.hit4 += rank is not None and rank <= 4
         self.rr += 1 / rank if rank else 0.0
-        self.found += not empty
+        self.found += bool(passages)
+        self.confident += any(p.get("band") == "confident" for p in passages)
 
-    def add_unanswerable(self, empty: bool) -> None:
+    def add_unanswerable(self, passages: list[dict[str, Any]]) -> None:
         self.unanswerable += 1
-        self.declined += empty
+        self.declined += not passages
+        self.u_confident += any(p.get("band") == "confident" for p in passages)
 
-    def add_chat(self, answerable: bool, unsure: bool) -> None:
+    def add_chat(self, answerable: bool, kind: str) -> None:
         if answerable:
             self.chat_asked += 1
-            self.chat_unsure += unsure
+            self.chat_unsure += kind == "unsure"
+            self.chat_closest += kind == "closest"
         else:
             self.chat_unanswerable += 1
-            self.chat_declined += unsure
+            self.chat_u_confident += kind == "confident"
 
     def merge(self, other: Score) -> None:
         for name in self.__dataclass_fields__:
@@ -344,10 +371,12 @@ class Score:
     def row(self, label: str, width: int = 10) -> str:
         n = max(self.asked, 1)
         declined = f"{self.declined}/{self.unanswerable}" if self.unanswerable else "-"
-        chat = (f"{_share(self.chat_unsure, self.chat_asked):>15}{_share(self.chat_declined, self.chat_unanswerable):>15}"
-                if self.chat_asked or self.chat_unanswerable else f"{'-':>15}{'-':>15}")
+        u_conf = _share(self.u_confident, self.unanswerable)
+        chat = (f"{_share(self.chat_unsure, self.chat_asked):>14}{_share(self.chat_closest, self.chat_asked):>14}"
+                f"{_share(self.chat_u_confident, self.chat_unanswerable):>14}"
+                if self.chat_asked or self.chat_unanswerable else f"{'-':>14}{'-':>14}{'-':>14}")
         return (f"{label:<{width}}{self.hit1 / n:>8.3f}{self.hit4 / n:>8.3f}{self.rr / n:>8.3f}"
-                f"{f'{self.found}/{self.asked}':>13}{declined:>13}{chat}")
+                f"{f'{self.found}/{self.asked}':>11}{_share(self.confident, self.asked):>14}{declined:>11}{u_conf:>13}{chat}")
 
 
 def _share(part: int, whole: int) -> str:
@@ -355,12 +384,15 @@ def _share(part: int, whole: int) -> str:
 
 
 def header(label: str = "retriever", width: int = 10) -> str:
-    return (f"{label:<{width}}{'hit@1':>8}{'hit@4':>8}{'MRR':>8}{'ans. found':>13}{'unans. none':>13}"
-            f"{'chat unsure A':>15}{'chat unsure U':>15}")
+    return (f"{label:<{width}}{'hit@1':>8}{'hit@4':>8}{'MRR':>8}{'A found':>11}{'A confident':>14}{'U none':>11}"
+            f"{'U confident':>13}{'chat A unsure':>14}{'chat A close':>14}{'chat U conf':>14}")
 
 
-LEGEND = ("ans. found: answerable questions that got a passage; unans. none: unanswerable ones that got none;\n"
-          "chat unsure A / U: the chat's \"not sure\" answers on answerable (a miss) and unanswerable (right) questions")
+LEGEND = ("hit@4: the right page among the first 4 passages, in either band (bands.ts); A found: answerable questions\n"
+          "that got a passage; A confident: ... one in the confident band; U none / U confident: unanswerable ones that\n"
+          "got no passage / one in the confident band; chat A unsure: the chat's plain \"not sure\" (no passage shown) on\n"
+          "answerable questions; chat A close: answered in the closest band; chat U conf: unanswerable questions the chat\n"
+          "answered confidently (from the pages or the business details)")
 
 
 def first_rank(paths: list[str], wanted: set[str]) -> int | None:
@@ -378,8 +410,8 @@ class Measured:
 
 
 def measure_set(client: httpx.Client, dev: DevServer, model: str, qset: QuestionSet, site_url: str,
-                not_sure: str | None, into: Measured) -> dict[str, Score]:
-    """Every question of one set in each mode (and through the chat unless `not_sure` is None), then
+                kinds: AnswerKinds | None, into: Measured) -> dict[str, Score]:
+    """Every question of one set in each mode (and through the chat unless `kinds` is None), then
     the answerable ones once more in hybrid mode with the site's minScore at 0: the "uncut" row, the
     Worker's ranking without its relevance cut."""
     worker_url = dev.worker_url
@@ -392,28 +424,28 @@ def measure_set(client: httpx.Client, dev: DevServer, model: str, qset: Question
             into.degraded.update(reason.split(":", 1)[0] for reason in answer["degraded"])
             paths = [page_path(p["url"], site_url) for p in answer["passages"]]
             rank = first_rank(paths, wanted)
-            scores[mode].add(rank, not paths)
+            scores[mode].add(rank, answer["passages"])
             if mode == "hybrid" and not (rank or 99) <= 4:
                 misses.append(f"  {item['q']!r} wants {sorted(wanted)}; hybrid top 4: {paths[:4]}")
         matches = raw_vector_matches(dev, model, qset.site, site_url, item["q"])
-        scores["raw"].add(first_rank([path for path, _ in matches], wanted), not matches)
+        scores["raw"].add(first_rank([path for path, _ in matches], wanted), [{"band": None}] * len(matches))
         into.right.append(max((cosine for path, cosine in matches if path in wanted), default=0.0))
-        if not_sure is not None:
-            scores["hybrid"].add_chat(True, chat_not_sure(client, worker_url, qset.site, item["q"], not_sure))
+        if kinds is not None:
+            scores["hybrid"].add_chat(True, chat_answer_kind(client, worker_url, qset.site, item["q"], kinds))
     for question in qset.unanswerable:
         for mode in MODES:
             answer, _ = search(client, worker_url, qset.site, question, mode)
-            scores[mode].add_unanswerable(not answer["passages"])
+            scores[mode].add_unanswerable(answer["passages"])
         into.wrong.append(max((cosine for _, cosine in raw_vector_matches(dev, model, qset.site, site_url, question)),
                               default=0.0))
-        if not_sure is not None:
-            scores["hybrid"].add_chat(False, chat_not_sure(client, worker_url, qset.site, question, not_sure))
+        if kinds is not None:
+            scores["hybrid"].add_chat(False, chat_answer_kind(client, worker_url, qset.site, question, kinds))
     store_settings(qset.site, dev.options.data_dir, min_score=0.0)
     try:
         for item in qset.questions:
             answer, _ = search(client, worker_url, qset.site, item["q"], "hybrid")
             paths = [page_path(p["url"], site_url) for p in answer["passages"]]
-            scores["uncut"].add(first_rank(paths, {normal_path(a) for a in item["answers"]}), not paths)
+            scores["uncut"].add(first_rank(paths, {normal_path(a) for a in item["answers"]}), answer["passages"])
     finally:
         store_settings(qset.site, dev.options.data_dir)
     print(f"\n{qset.site}: {len(qset.questions)} questions, {len(qset.unanswerable)} unanswerable")
@@ -591,22 +623,16 @@ def measure_model(model: str, sites: list[tuple[QuestionSet, str]], data_dir: Pa
     for qset, url in sites:
         print(f"{qset.site}: {crawl(url, qset.site, data_dir, model)}")
     measured = Measured()
-    not_sure = None if args.no_chat else not_sure_text()
+    kinds = None if args.no_chat else AnswerKinds.read()
     port = next(p for p in range(18787, 18887) if port_is_free(p))
-    with DevServer(DevOptions(data_dir=data_dir, port=port, warm_relevance=False), output=lambda line: None) as dev:
+    with DevServer(DevOptions(data_dir=data_dir, port=port), output=lambda line: None) as dev:
         dev.wait_ready()
         counts = ", ".join(f"{q.site} {chunk_count(dev, q.site)}" for q, _ in sites)
         print(f"Worker {dev.worker_url} on the local cloud {dev.cloud_url}; chunks crawled: {counts}")
-        # The local relevance model reads every chunk first, as `helppuff serve` has it do in the
-        # background, so that its answers come within the Worker's reranker timeout: this measures
-        # a served site, not the first minutes after a start.
-        started = time.perf_counter()
-        warmed = dev.warm_relevance(batch=32)
-        print(f"(the local relevance model read the chunks, {warmed} sentences, in {time.perf_counter() - started:.0f} s)")
         with httpx.Client(timeout=120.0, trust_env=False) as client:
             for qset, url in sites:
-                measure_set(client, dev, model, qset, url, not_sure, measured)
-            print_overall(model, measured, not_sure is not None)
+                measure_set(client, dev, model, qset, url, kinds, measured)
+            print_overall(model, measured, kinds is not None)
             if sizes:
                 latency_table(client, dev, model, sites[0][0], sizes, args.rounds, random.Random(7))
     return measured
@@ -627,7 +653,7 @@ def main() -> None:
     parser.add_argument("--models", default="", help="embedding models to crawl and measure with, comma-separated "
                         "(default: the local cloud's default, " + contract_models()["defaultEmbedding"]["local"] + ")")
     parser.add_argument("--sites", default="", help="question sets to ask, by site (default: all in bench/questions)")
-    parser.add_argument("--no-chat", action="store_true", help="skip the chat's not-sure rate")
+    parser.add_argument("--no-chat", action="store_true", help="skip asking the chat (its answers' kinds)")
     parser.add_argument("--rounds", type=int, default=2, help="latency rounds over the questions (default 2)")
     parser.add_argument("--sizes", default="1000,10000",
                         help='knowledge base sizes in chunks for latency (default 1000,10000; "" skips latency)')

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,11 +16,32 @@ from pathlib import Path
 
 import pytest
 
-from helppuff_crawl.local.devserver import RELEVANCE_READY
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPPUFF = str(Path(sys.executable).parent / "helppuff")
 READY_ATTEMPTS = 480  # each waits up to 0.5 s on the serve process itself
+
+
+def skip_without_toolchain() -> None:
+    """Skip the test, with the reason, when the Worker's toolchain (Node 22, wrangler) is not installed."""
+    from helppuff_crawl.local.devserver import DevServerError, find_toolchain
+
+    try:
+        find_toolchain()
+    except DevServerError as exc:
+        pytest.skip(f"{exc} (scripts/test-worker.sh installs it; CI runs it before pytest)")
+
+
+def sse_events(text: str) -> list[tuple[str, dict]]:
+    """The chat's server-sent events (worker/src/chat/events.ts) as (event, data) pairs, in order."""
+    found = []
+    for block in text.split("\n\n"):
+        lines = block.splitlines()
+        event = next((line[7:] for line in lines if line.startswith("event: ")), "")
+        data = next((line[6:] for line in lines if line.startswith("data: ")), "")
+        if event:
+            found.append((event, json.loads(data or "{}")))
+    return found
 
 
 def free_port() -> int:
@@ -75,9 +97,7 @@ def serving(data_dir: Path, env: dict[str, str], logs_dir: Path, port: int) -> I
     served = Served(process, out, err)
     try:
         for _ in range(READY_ATTEMPTS):
-            # Ready, and the local relevance model has read the chunks (so no answer waits on it);
-            # that line comes with wrangler's own, on stderr.
-            if "Ready." in out.read_text() and RELEVANCE_READY in err.read_text():
+            if "Ready." in out.read_text():
                 break
             try:
                 process.wait(timeout=0.5)

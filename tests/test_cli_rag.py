@@ -152,10 +152,10 @@ def test_rag_test_prints_what_the_retriever_returns_through_the_worker(
             "body": {"query": "price of a blocked drain", "question": "price of a blocked drain", "siteId": "shop",
                      "limit": 3}}
         lines = shown.stdout.splitlines()
-        assert lines[0] == "1. 0.9000  Prices › Call-out"
+        assert lines[0] == "1. 0.9000  confident  Prices › Call-out"  # the site's own search decides: confident
         assert lines[1].strip() == "https://acme.com/prices"
         assert "Our callout fee is $99 on weekdays." in lines[2]
-        assert lines[3] == "2. 0.0000  Trap" and lines[4].strip() == ""  # its javascript: url dropped
+        assert lines[3] == "2. 0.0000  confident  Trap" and lines[4].strip() == ""  # its javascript: url dropped
         assert "no title" not in shown.stdout
         assert "(scores: retriever)" in shown.stdout
 

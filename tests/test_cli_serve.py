@@ -39,14 +39,15 @@ ANSWER = {
          "headingPath": ["Pricing | Acme Plumbing", "Call-out fees"],
          "url": "https://acme.com.au/pricing#call-out-fees", "category": "pricing",
          "text": "The call-out fee covers travel.\n\n| Call-out | Fee |\n| --- | --- |\n| Weekdays | $99 |",
-         "score": 0.024590163934426229},
+         "score": 0.024590163934426229, "band": "closest"},
         {"n": 2, "chunkId": "c2", "title": "Business details", "headingPath": [],
          "url": "helppuff://facts", "category": "contact",
-         "text": "- Phone: +61 3 9000 1234 " + "x" * 120, "score": 0.5},
+         "text": "- Phone: +61 3 9000 1234 " + "x" * 120, "score": 0.5, "band": "closest"},
     ],
     "degraded": ["reranker-failed: @cf/baai/bge-reranker-base: Workers AI: HTTP 400: 5007: No such model; fused order"],
     "query": "how much is a call-out?",
     "scores": "fused",
+    "minScore": None,
 }
 
 
@@ -97,12 +98,12 @@ def test_search_posts_the_query_and_prints_the_passages(stub: StubWorker) -> Non
     assert result.returncode == 0, result.stderr
     assert stub.requests == [("POST", "/v1/sites/acme/search", {"query": "how much is a call-out?"})]
     assert result.stdout.splitlines() == [
-        "1. 0.0246  Pricing | Acme Plumbing › Call-out fees",
+        "1. 0.0246  closest  Pricing | Acme Plumbing › Call-out fees",
         "   https://acme.com.au/pricing#call-out-fees",
         "   The call-out fee covers travel.",
         "   | Call-out | Fee |",
         "   | --- | --- |",
-        "2. 0.5000  Business details",
+        "2. 0.5000  closest  Business details",
         "   helppuff://facts",
         "   - Phone: +61 3 9000 1234 " + "x" * 74 + "…",
         "(scores: fused)",

@@ -100,12 +100,13 @@ def test_helppuff_search_through_the_worker(loop: Loop) -> None:
     answer = json.loads(result.stdout)
     assert [p["n"] for p in answer["passages"]] == [1, 2]
     assert loop.paths(answer)[0] == "/faq"
+    assert answer["passages"][0]["band"] == "confident"  # the FAQ's own answer: the local relevance model is sure
     text = subprocess.run([HELPPUFF, "search", "are your plumbers licensed", "--site", "acme", "--url",
                            loop.worker_url, "--limit", "1"],
                           cwd=ROOT, env=loop.env, capture_output=True, text=True, check=False)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[:2] == [
-        f"1. {answer['passages'][0]['score']:.4f}  Frequently Asked Questions | Acme Plumbing",
+        f"1. {answer['passages'][0]['score']:.4f}  {answer['passages'][0]['band']}  Frequently Asked Questions | Acme Plumbing",
         f"   {loop.site_url}/faq",
     ]
 

@@ -29,6 +29,7 @@ from tests.devloop import (
     crawl_with_settings,
     free_port,
     serving,
+    sse_events,
 )
 
 KEYS = {"openai": "sk-fake-1a2b3c", "gemini": "AIza-fake-4d5e6f", "anthropic": "sk-ant-fake-7a8b9c"}
@@ -172,15 +173,6 @@ def worker_url(serve_site, tmp_path_factory, fake) -> Iterator[str]:  # type: ig
         yield f"http://127.0.0.1:{port}"
 
 
-def _events(text: str) -> list[tuple[str, dict[str, Any]]]:
-    events = []
-    for block in text.split("\n\n"):
-        lines = block.strip().splitlines()
-        if len(lines) == 2:
-            events.append((lines[0].removeprefix("event: "), json.loads(lines[1].removeprefix("data: "))))
-    return events
-
-
 @pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 def test_the_provider_generates_the_answer_from_the_passages(provider: str, worker_url: str, fake) -> None:  # type: ignore[no-untyped-def]
     providers, _ = fake
@@ -188,7 +180,7 @@ def test_the_provider_generates_the_answer_from_the_passages(provider: str, work
     reply = httpx.post(f"{worker_url}/v1/sites/acme-{provider}/chat", timeout=120,
                        json={"messages": [{"role": "user", "content": QUESTION}]})
     assert reply.status_code == 200, reply.text
-    events = _events(reply.text)
+    events = sse_events(reply.text)
     got = providers.requests[before:]
     assert [r.provider for r in got] == [provider]
     system = providers.system(provider, got[0].body)

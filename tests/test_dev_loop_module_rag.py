@@ -16,33 +16,15 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import run_helppuff
-from tests.devloop import HELPPUFF, ROOT, free_port, serving
+from tests.devloop import HELPPUFF, ROOT, free_port, serving, skip_without_toolchain, sse_events
 from tests.test_cli_rag import FakeRetriever, fake  # noqa: F401 (fake: the fixture, used by name)
 
 KEY = "key-fake-0a1b2c"
 
 
-def _events(text: str) -> list[tuple[str, dict]]:
-    found = []
-    for block in text.split("\n\n"):
-        lines = block.splitlines()
-        event = next((line[7:] for line in lines if line.startswith("event: ")), "")
-        data = next((line[6:] for line in lines if line.startswith("data: ")), "")
-        if event:
-            found.append((event, json.loads(data or "{}")))
-    return found
-
-
 def test_a_module_retriever_answers_the_chat_through_the_served_worker(
         tmp_path: Path, fake: tuple[FakeRetriever, str]) -> None:  # noqa: F811
-    from helppuff_crawl.local.devserver import DevServerError, find_toolchain
-
-    try:
-        find_toolchain()
-    except DevServerError as exc:
-        import pytest
-
-        pytest.skip(f"{exc} (scripts/test-worker.sh installs it; CI runs it before pytest)")
+    skip_without_toolchain()
     search, base = fake
     search.status = 200
     search.reply = {"results": [
@@ -75,9 +57,9 @@ def test_a_module_retriever_answers_the_chat_through_the_served_worker(
             "path": "/query", "authorization": f"Bearer {KEY}", "content-type": "application/json",
             "body": {"query": "What is your callout fee?", "limit": search.requests[-1]["body"]["limit"]}}
         assert isinstance(search.requests[-1]["body"]["limit"], int)
-        events = _events(answer)
+        events = sse_events(answer)
         sources = next(data for event, data in events if event == "sources")
-        assert {"n": 1, "title": "Prices", "url": "https://acme.com/prices"} in sources["sources"]
+        assert {"n": 1, "title": "Prices", "url": "https://acme.com/prices", "band": "confident"} in sources["sources"]
         assert "error" not in [event for event, _ in events]
 
         shown = subprocess.run([HELPPUFF, "rag", "test", "price of a blocked drain", "--site", "shop", "--url", worker,
@@ -85,14 +67,14 @@ def test_a_module_retriever_answers_the_chat_through_the_served_worker(
                                timeout=120)
         assert shown.returncode == 0, shown.stderr
         lines = shown.stdout.splitlines()
-        assert lines[0] == "1. 0.8000  Prices" and lines[1].strip() == "https://acme.com/prices"
-        assert lines[3] == "2. 0.0000  Trap" and lines[4].strip() == ""  # its javascript: url dropped
+        assert lines[0] == "1. 0.8000  confident  Prices" and lines[1].strip() == "https://acme.com/prices"
+        assert lines[3] == "2. 0.0000  confident  Trap" and lines[4].strip() == ""  # its javascript: url dropped
         assert search.requests[-1]["body"] == {"query": "price of a blocked drain", "limit": 3}
 
         search.status = 500  # the module throws `search 500`: no passages, not sure, never an error
         failed = chat("What is your callout fee?")
         assert "not sure" in failed.lower()
-        assert "error" not in [event for event, _ in _events(failed)]
+        assert "error" not in [event for event, _ in sse_events(failed)]
         answer = json.loads(subprocess.run([HELPPUFF, "rag", "test", "prices", "--site", "shop", "--url", worker,
                                             "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
                                            check=False, timeout=120).stdout)

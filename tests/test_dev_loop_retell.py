@@ -88,8 +88,14 @@ def test_unsigned_wrongly_signed_and_old_calls_are_refused(voice: Voice) -> None
     assert reply.status_code == 401
 
 
-def test_nothing_found_is_one_sentence(voice: Voice) -> None:
+def test_nothing_sure_is_said_and_the_closest_passages_are_marked(voice: Voice) -> None:
+    # Words no page has: the local relevance model is sure of nothing, and the agent is told so
+    # (worker/src/bands.ts; with no passage at all, one sentence says so: worker/test/retell.test.ts).
     reply = _call(voice, "xyzzy quux")
     assert reply.status_code == 200, reply.text
-    assert reply.text == 'Nothing was found in the business\'s website knowledge base for "xyzzy quux".'
+    lines = reply.text.split("\n")
+    assert lines[0] == 'Nothing in the business\'s website answers "xyzzy quux" for certain. The closest passages:'
+    titles = [i for i, line in enumerate(lines) if line.startswith("[")]
+    assert titles
+    assert all(lines[i + 1] == "Match: only the closest found; it may not answer this exactly" for i in titles)
 

@@ -1,24 +1,27 @@
-"""The local cloud's relevance model (@local/e5-relevance): a reranker's input and output, calibrated scores."""
+"""The local cloud's relevance model (@local/e5-relevance): a reranker's input and output, calibrated
+scores from the chunks' stored vectors."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from helppuff_crawl.local.ai import E5_MODEL, LocalAI
+from helppuff_crawl.local.cloud import LocalCloud
 from helppuff_crawl.local.errors import AIError
 from helppuff_crawl.local.relevance import (
-    MAX_UNITS,
     RELEVANCE_MODEL,
     E5Relevance,
-    context_units,
     probability,
     query_words,
     rerank_context,
     word_share,
     words,
 )
-from tests.fakes import HashModel
+from tests.fakes import HashModel, hash_vector
 
 CONTEXTS = [
     "Opening hours\nWe are open Monday to Friday, 8 am to 5 pm, and Saturday mornings until noon.",
@@ -63,6 +66,7 @@ def test_top_k_keeps_the_best() -> None:
     {"query": "q", "contexts": "a"},
     {"query": "q", "contexts": [{"body": "a"}]},
     {"query": "q", "contexts": [{"text": "a"}], "top_k": 0},
+    {"query": "q", "contexts": [{"text": "a", "chunkId": 7}]},
 ])
 def test_refuses_what_the_reranker_schema_refuses(payload: object) -> None:
     with pytest.raises(AIError) as caught:
@@ -80,80 +84,74 @@ class _Counting(HashModel):
         return super().embed(texts)
 
 
-def test_sentences_are_embedded_once_as_passages() -> None:
+def test_stored_vectors_are_read_and_nothing_else_is_embedded() -> None:
     model = _Counting()
-    ranker = E5Relevance(model)
-    units = [unit for text in CONTEXTS[:2] for unit in context_units(text)]
-    assert ranker.warm(CONTEXTS[:2]) == len(units)
-    ranker.run({"query": "open saturday", "contexts": [{"text": t} for t in CONTEXTS]})
-    ranker.run({"query": "hot water", "contexts": [{"text": t} for t in CONTEXTS]})
+    stored = {"c1": np.asarray(hash_vector("stored one", 384), dtype=np.float32)}
+    asked: list[list[str]] = []
+
+    def lookup(ids: list[str]) -> dict[str, np.ndarray]:
+        asked.append(list(ids))
+        return {i: stored[i] for i in ids if i in stored}
+
+    ranker = E5Relevance(model, stored=lookup)
+    contexts = [{"text": CONTEXTS[0], "chunkId": "c1"}, {"text": CONTEXTS[1], "chunkId": "gone"},
+                {"text": CONTEXTS[2]}]
+    ranker.run({"query": "open saturday", "contexts": contexts})
+    ranker.run({"query": "hot water", "contexts": contexts})
+    assert asked == [["c1", "gone"], ["c1", "gone"]]
+    # The stored one is never embedded; the two without one are embedded whole once, then kept.
     passages = [t for t in model.texts if t.startswith("passage: ")]
-    every = [unit for text in CONTEXTS for unit in context_units(text)]
-    assert sorted(passages) == sorted(f"passage: {unit}" for unit in every)
-    assert [t for t in model.texts if t.startswith("query: ")] == ["query: open saturday", "query: hot water"]
+    assert passages == [f"passage: {CONTEXTS[1]}", f"passage: {CONTEXTS[2]}"]
+    cosines, _ = ranker.features("open saturday", [CONTEXTS[0]], ["c1"])
+    query = np.asarray(hash_vector("query: open saturday", 384), dtype=np.float32)
+    assert cosines[0] == pytest.approx(float(stored["c1"] @ query), abs=1e-6)
+
+
+def test_a_query_sharing_no_word_with_any_context_is_read_by_its_cosine_alone() -> None:
+    ranker = E5Relevance(HashModel(384))
+    query = "laughing gas for kids"
+    german = ["Lachgas\nDie Lachgassedierung eignet sich auch für Kinder.", "Anfahrt\nParkplätze am Haus."]
+    cosines, shares = ranker.features(query, german)
+    assert not shares.any()
+    scores = {entry["id"]: entry["score"] for entry in ranker.run({"query": query, "contexts": [{"text": t} for t in german]})["response"]}
+    assert scores == {i: pytest.approx(probability(float(c), None)) for i, c in enumerate(cosines)}
+    # One shared word anywhere: every context is read with its word share again.
+    mixed = [*german, "Kids\nWe see kids from age two."]
+    cosines, shares = ranker.features(query, mixed)
+    scores = {entry["id"]: entry["score"] for entry in ranker.run({"query": query, "contexts": [{"text": t} for t in mixed]})["response"]}
+    assert scores == {i: pytest.approx(probability(float(c), float(w))) for i, (c, w) in enumerate(zip(cosines, shares))}
+    # Without words, a cosine counts for more: nothing says the passage is off the question's words.
+    assert probability(0.88, None) > probability(0.88, 0.0)
 
 
 def test_the_cache_is_bounded() -> None:
     model = _Counting()
     ranker = E5Relevance(model, cache_size=2)
-    ranker.warm(CONTEXTS)  # one sentence each: the last two stay
-    ranker.warm(CONTEXTS[2:])  # still cached: the newest
-    ranker.warm(CONTEXTS[:1])  # evicted: embedded again
+    for texts in (CONTEXTS, CONTEXTS[2:], CONTEXTS[:1]):  # the last two stay; the newest is kept; the first is gone
+        ranker.context_vectors(texts, [None] * len(texts))
     assert len([t for t in model.texts if t.startswith("passage: ")]) == 4
 
 
-def test_context_units_are_its_sentences_after_its_first_line() -> None:
-    context = ("Prices › Pastry\nEgg Tart $2.99. Pineapple Bun $2.79!\n- Mochi, three flavours $2.99\n\n"
-               "| Cake | $5.99 |\nMenu")
-    assert context_units(context) == [
-        "Prices › Pastry: Egg Tart $2.99.",
-        "Prices › Pastry: Pineapple Bun $2.79!",
-        "Prices › Pastry: Mochi, three flavours $2.99",
-        "Prices › Pastry: Cake | $5.99",
-    ]  # "Menu" is too short to be a sentence of its own
-    assert context_units("One line, no body at all") == ["One line, no body at all"]
-    assert context_units("Heading\nshort") == ["Heading\nshort"]
-    assert len(context_units("H\n" + "A sentence of some length. " * 100)) == MAX_UNITS
-
-
-def test_a_name_and_its_price_on_lines_of_their_own_are_one_sentence() -> None:
-    # A menu as a site built it (../shared/data/sites, the bakery): each name, then its price, a line each.
-    context = "Menu\nAll\nPastry\nCake\nEgg Tart\n$2.99\nMochi\n$2.99\nPineapple Bun\n$2.79\nTel: (718) 353-0832\n11354"
-    assert context_units(context) == [
-        "Menu: All Pastry Cake",  # short lines read together
-        "Menu: Egg Tart $2.99",
-        "Menu: Mochi $2.99",  # a name and its price, however short
-        "Menu: Pineapple Bun $2.79",  # a price follows the name it is on the line after
-        "Menu: Tel: (718) 353-0832 11354",
-    ]
-    assert context_units("Hours\n$2.99\nOpen daily from six") == ["Hours: $2.99 Open daily from six"]
-
-
-def test_a_wrapped_sentence_is_read_whole() -> None:
-    # A site that wraps its paragraphs at a width (../shared/data/sites, the backflow tester's areas page).
-    context = ("Service Areas\n# Where we work\n\nEagle Eye works across the Lower Mainland daily, from downtown Vancouver\n"
-               "towers to Delta greenhouses. A Richmond farm runs irrigation\nprotection that floods.\n"
-               "Open Monday to Friday\n\n- Vancouver\n- richmond\n\nlower case after a blank line starts its own sentence")
-    assert context_units(context) == [
-        "Service Areas: Where we work",
-        "Service Areas: Eagle Eye works across the Lower Mainland daily, from downtown Vancouver towers to Delta greenhouses.",
-        "Service Areas: A Richmond farm runs irrigation protection that floods.",
-        "Service Areas: Open Monday to Friday",  # a capital after a break: a line of its own
-        "Service Areas: Vancouver richmond",  # list items are their own lines (short ones read together)
-        "Service Areas: lower case after a blank line starts its own sentence",
-    ]
-
-
-def test_the_best_sentence_counts_not_the_whole_passage() -> None:
-    # One sentence answers; the passage's other sentences are about something else.
-    ai = LocalAI()
-    filler = " ".join(f"Our {thing} is made fresh every morning by our team." for thing in
-                      ("bread", "cake", "coffee", "tea", "juice", "soup", "salad", "pastry"))
-    answer = f"About us\n{filler} Parking is free behind the shop on Smith Street."
-    other = "Contact\nCall us on 03 9999 1234 or write to hello@example.com."
-    response = ai.run(RELEVANCE_MODEL, {"query": "is there parking", "contexts": [{"text": answer}, {"text": other}]})
-    scores = {entry["id"]: entry["score"] for entry in response["response"]}
-    assert scores[0] > 0.2 > scores[1]
+def test_the_local_cloud_gives_the_ranker_its_stored_vectors(tmp_path: Path) -> None:
+    # The real local cloud: a Vectorize index on SQLite, written through its REST API as the crawl writes it.
+    model = _Counting()
+    cloud = LocalCloud(tmp_path / "kb", ai=LocalAI({E5_MODEL: model}), vectorize_delay=0)
+    try:
+        created = cloud.handle("POST", "/accounts/local/vectorize/v2/indexes",
+                               json.dumps({"name": "helppuff", "config": {"dimensions": 384, "metric": "cosine"}}).encode())
+        assert created.status == 200, created.body
+        values = hash_vector("passage: Page: Hours\nWe are open Saturday mornings.", 384)
+        body = json.dumps({"id": "c1", "values": values, "namespace": "acme"}).encode()
+        written = cloud.handle("POST", "/accounts/local/vectorize/v2/indexes/helppuff/upsert", body,
+                               {"content-type": "application/x-ndjson"})
+        assert written.status == 200, written.body
+        assert set(cloud.stored_vectors(["c1", "c2"])) == {"c1"}
+        response = cloud.ai.run(RELEVANCE_MODEL, {"query": "open saturday",
+                                                  "contexts": [{"text": CONTEXTS[0], "chunkId": "c1"}]})
+        assert [entry["id"] for entry in response["response"]] == [0]
+        assert not [t for t in model.texts if t.startswith("passage: ")]
+    finally:
+        cloud.close()
 
 
 def test_features_and_probability() -> None:

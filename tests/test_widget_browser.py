@@ -75,11 +75,18 @@ def test_widget_answers_cites_and_takes_a_callback(serve_site, tmp_path) -> None
         first = seen["answer_text"].split("\n• ")[1]
         assert seen["answer_text"].startswith("From the site's pages:\n• ") and "$180" in first, seen["answer_text"]
         assert {f"{site.url}/pricing", f"{site.url}/emergency-plumbing"} & set(seen["source_links"])
+        assert "closest" not in seen["answer_classes"].split()
         assert "Phone: +61 3 9000 1234" in seen["phone_text"]
         # The business details' Source is the contact page, where a visitor can check them.
         assert ["Business details", f"{site.url}/contact"] in seen["phone_sources"]
 
-        assert seen["unsure_text"] == "I'm not sure — can we call you back?"
+        # Nothing on the site answers it: the closest passage, said to be only that, and styled apart
+        # (worker/src/bands.ts), then the callback form.
+        assert seen["unsure_text"].startswith("I'm not sure the site covers exactly this. The closest I found on its pages:\n• ")
+        assert seen["unsure_text"].endswith("\nCan we call you back about it?")
+        assert "closest" in seen["unsure_classes"].split()
+        assert seen["unsure_sources_header"] == "Closest match, may not answer this exactly"
+        assert seen["unsure_border"] == "dashed"
         assert seen["form_need"] == "do you sell pizza?"
         assert seen["confirmation"] == ("Thanks, Sam Citizen! I've passed this on to the team at Acme Plumbing, "
                                         "and someone will get back to you.")

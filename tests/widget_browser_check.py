@@ -63,6 +63,7 @@ def check(worker_url: str, screenshot: str) -> dict[str, Any]:
             answer.locator(".sources a").first.wait_for(timeout=WAIT_MS)
             seen["answer_text"] = answer.evaluate("n => n.firstChild ? n.firstChild.textContent : ''")
             seen["source_links"] = answer.locator(".sources a").evaluate_all("links => links.map(a => a.href)")
+            seen["answer_classes"] = answer.get_attribute("class")
 
             # "What's your number?" is answered from the business details (the facts passage).
             page.locator("#hp-question").fill(PHONE)
@@ -79,7 +80,12 @@ def check(worker_url: str, screenshot: str) -> dict[str, Any]:
             page.keyboard.press("Enter")
             form = page.locator("form.form")
             form.wait_for(timeout=WAIT_MS)
-            seen["unsure_text"] = page.locator(".msg.bot").nth(3).text_content()
+            unsure = page.locator(".msg.bot").nth(3)
+            seen["unsure_text"] = unsure.evaluate("n => n.firstChild ? n.firstChild.textContent : ''")
+            seen["unsure_classes"] = unsure.get_attribute("class")
+            seen["unsure_sources_header"] = unsure.evaluate(
+                "n => { const p = n.querySelector('.sources p'); return p ? p.textContent : null; }")
+            seen["unsure_border"] = unsure.evaluate("n => getComputedStyle(n).borderTopStyle")
             seen["form_need"] = form.locator("textarea").input_value()
             form.locator("input").nth(0).fill("Sam Citizen")
             form.locator("input").nth(1).fill("0412 345 678")

@@ -1,9 +1,11 @@
 """`helppuff search "query" --site S`: ask the Worker's search route, as the chat widget does.
 
 POSTs `{query, limit?, mode?}` to {url}/v1/sites/{site}/search (default http://127.0.0.1:8787, where
-`helppuff serve` runs the Worker) and prints the passages best first:
+`helppuff serve` runs the Worker) and prints the passages best first, each with its score and its
+band (worker/src/bands.ts: "confident", it answers; "closest", only the nearest thing the site has,
+as the widget and the Retell function show it):
 
-    1. 0.0246  Pricing | Acme Plumbing › Call-out fees
+    1. 0.8811  confident  Pricing | Acme Plumbing › Call-out fees
        https://acme.com.au/pricing#call-out-fees
        | Standard call-out | $99 | Weekdays 7am to 5pm |
 
@@ -52,7 +54,8 @@ def format_answer(answer: dict[str, Any]) -> list[str]:
         lines.append(f"no passages for {answer.get('query', '')!r}")
     for passage in passages:
         path = " › ".join(passage.get("headingPath") or []) or passage.get("title") or "(untitled)"
-        lines.append(f"{passage.get('n')}. {float(passage.get('score') or 0):.4f}  {path}")
+        band = str(passage.get("band") or "")
+        lines.append(f"{passage.get('n')}. {float(passage.get('score') or 0):.4f}  {band + '  ' if band else ''}{path}")
         lines.append(f"   {passage.get('url', '')}")
         text = [line.strip() for line in str(passage.get("text") or "").splitlines() if line.strip()]
         for line in text[:TEXT_LINES]:

@@ -52,12 +52,15 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from helppuff_crawl.local.chat import OpenAIChat, is_chat_request
 from helppuff_crawl.local.errors import AIError
+
+if TYPE_CHECKING:
+    from helppuff_crawl.local.relevance import StoredVectors
 
 logger = logging.getLogger(__name__)
 
@@ -315,6 +318,12 @@ class LocalAI:
         # The relevance model (a reranker's input and output) reads multilingual-e5-small.
         e5 = self.models.get(E5_MODEL)
         self.rankers: dict[str, E5Relevance] = {RELEVANCE_MODEL: E5Relevance(e5)} if e5 is not None else {}
+
+    def read_stored_vectors(self, stored: StoredVectors) -> None:
+        """Let the relevance model read the chunks' vectors through `stored` (the local cloud's
+        Vectorize indexes, LocalCloud.stored_vectors), as its docstring says."""
+        for ranker in self.rankers.values():
+            ranker.stored = stored
 
     def run(self, model: str, payload: Any) -> dict[str, Any]:
         """The `result` of POST /ai/run/{model}, or AIError as Workers AI would answer."""

@@ -43,8 +43,11 @@ import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs
+
+import numpy as np
 
 from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.cloudflare.client import Response
@@ -145,6 +148,7 @@ class LocalCloud:
             declared_settings.HELPPUFF_LOCAL_VECTORIZE_DELAY if vectorize_delay is None else vectorize_delay)
         self.migrations_dir = migrations_dir
         self.ai = ai if ai is not None else LocalAI()
+        self.ai.read_stored_vectors(self.stored_vectors)
         self._databases: dict[str, LocalD1] = {}
         self._indexes: dict[str, LocalVectorIndex] = {}
         self._queues: LocalQueues | None = None
@@ -239,6 +243,23 @@ class LocalCloud:
                     raise not_found(name)
                 self._indexes[name] = LocalVectorIndex(path, delay=self.vectorize_delay)
             return self._indexes[name]
+
+    def stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The applied vectors with these ids in any of this account's indexes, by id (a chunk's id
+        is its vector's, unique across sites): what the relevance model reads (local/relevance.py)."""
+        found: dict[str, np.ndarray] = {}
+        wanted = list(dict.fromkeys(ids))
+        for path in sorted((self.data_dir / "vectorize").glob("*.sqlite3")):
+            if not wanted:
+                break
+            try:
+                index = self.vector_index(path.stem)
+            except VectorizeError:
+                continue
+            for vector in index.get_by_ids(wanted):
+                found[vector["id"]] = np.asarray(vector["values"], dtype=np.float32)
+            wanted = [i for i in wanted if i not in found]
+        return found
 
     def _index_path(self, name: str) -> Path:
         return self.data_dir / "vectorize" / f"{name}.sqlite3"

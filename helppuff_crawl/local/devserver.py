@@ -6,9 +6,8 @@
 
 `start()` serves the local cloud (helppuff_crawl.local.server) on 127.0.0.1 with a random bearer
 token, loads the bundled embedding model in the background (so the first search is not slowed
-by it), then has the local relevance model (helppuff_crawl/local/relevance.py) read every served
-chunk, a few at a time, so that the Worker's reranker call is answered within its timeout, and
-starts the Worker's own wrangler (worker/node_modules, under worker/.node's Node 22)
+by it; the local relevance model, helppuff_crawl/local/relevance.py, needs nothing more: it reads
+the vectors the crawl stored), and starts the Worker's own wrangler (worker/node_modules, under worker/.node's Node 22)
 in a process group of its own:
 
     wrangler dev --local --env local --env-file <tmp>/local-cloud.env --ip 127.0.0.1 --port PORT
@@ -125,7 +124,6 @@ class DevOptions:
     worker_dir: Path = WORKER_DIR
     chat: ChatServerConfig | None = None  # an OpenAI-compatible chat server (HELPPUFF_LOCAL_CHAT_URL), or none
     vectorize_delay: float | None = None  # seconds before a Vectorize write applies (HELPPUFF_LOCAL_VECTORIZE_DELAY)
-    warm_relevance: bool = True  # prepare the local relevance model for the served chunks, in the background
     # The Worker secret RETELL_API_KEY (HELPPUFF_RETELL_API_KEY, from env RETELL_API_KEY); "": not passed.
     retell_api_key: str = field(default=declared_settings.HELPPUFF_RETELL_API_KEY, repr=False)
     # The chat providers' secrets and vars (PROVIDER_VARIABLES), from serve's environment; "": not passed.
@@ -219,9 +217,6 @@ def store_local_secret(data_dir: Path, name: str, value: str) -> Path:
     return path
 
 
-#: The line `output` gets once the local relevance model has read every served chunk.
-RELEVANCE_READY = "Relevance    ready:"
-RELEVANCE_POLL_SECONDS = 5.0  # how often serve looks for chunks a crawl changed (warm_relevance_if_changed)
 
 
 @dataclass(frozen=True)
@@ -331,8 +326,6 @@ class DevServer:
         self._warmup: threading.Thread | None = None
         self._warmup_error: Exception | None = None
         self._stopped = threading.Event()
-        self._relevance: threading.Thread | None = None
-        self._chunks_seen: tuple[Any, ...] | None = None  # the chunks' fingerprint at the last warm-up
 
     @property
     def worker_url(self) -> str:
@@ -426,68 +419,6 @@ class DevServer:
         except Exception as exc:  # raised again by wait_ready, as a DevServerError
             logger.exception("Could not load the local embedding model")
             self._warmup_error = exc
-            return
-        if self.options.warm_relevance:
-            self._relevance = threading.Thread(target=self._warm_relevance_then_say, name="helppuff-relevance",
-                                               daemon=True)
-            self._relevance.start()
-
-    def _warm_relevance_then_say(self) -> None:
-        count = self.warm_relevance()
-        try:
-            self.output(f"{RELEVANCE_READY} the local relevance model has read the served chunks ({count} new sentences)")
-        except Exception:
-            logger.debug("Could not pass on the relevance line", exc_info=True)
-        # A crawl while serve runs (`helppuff crawl`, `helppuff worker`, a webhook's recrawl) writes
-        # chunks this process has not read: they are read once the chunks change, so that visitors'
-        # first questions after it do not wait for their sentences past the reranker's timeout.
-        while not self._stopped.wait(RELEVANCE_POLL_SECONDS):
-            self.warm_relevance_if_changed()
-
-    def warm_relevance_if_changed(self) -> int | None:
-        """`warm_relevance` when the chunks changed since it last ran (their count or newest update
-        differ: every chunk written gets the time of its write), else None."""
-        try:
-            seen = self._chunks_fingerprint()
-        except Exception:
-            logger.debug("Could not read the chunks' fingerprint", exc_info=True)
-            return None
-        if seen == self._chunks_seen:
-            return None
-        return self.warm_relevance()
-
-    def _chunks_fingerprint(self) -> tuple[Any, ...]:
-        assert self.cloud is not None
-        row = self.cloud.database(self.database_id).query([(
-            "SELECT COUNT(*) AS n, MAX(updated_at) AS newest FROM chunks", [])
-        ])[0]["results"][0]
-        return row["n"], row["newest"]
-
-    def warm_relevance(self, batch: int = 4) -> int:
-        """Embed the sentences of every served chunk's reranker context for the local relevance
-        model, `batch` at a time (the model is free between batches for the Worker's own calls);
-        the number of sentences embedded.
-
-        Until a chunk is in, a question whose candidates include it may wait past the Worker's
-        reranker timeout and be answered in fused order (`reranker-timeout` in `degraded`).
-        """
-        from helppuff_crawl.local.relevance import RELEVANCE_MODEL, rerank_context
-
-        assert self.cloud is not None
-        ranker = self.cloud.ai.rankers.get(RELEVANCE_MODEL)
-        if ranker is None:
-            return 0
-        try:
-            self._chunks_seen = self._chunks_fingerprint()  # before reading: a change meanwhile is read next time
-            rows = self.cloud.database(self.database_id).query(
-                [("SELECT heading_path, text FROM chunks ORDER BY site, url, ordinal", [])])[0]["results"]
-            contexts = [rerank_context(json.loads(row["heading_path"] or "[]"), row["text"]) for row in rows]
-            count = ranker.warm(contexts, batch=batch, stop=self._stopped)
-        except Exception:
-            logger.exception("Could not prepare the local relevance model")
-            return 0
-        logger.info("The local relevance model has read the served chunks: %d new sentences", count)
-        return count
 
     def _read_output(self) -> None:
         assert self.process is not None and self.process.stdout is not None
@@ -552,9 +483,8 @@ class DevServer:
         if self._server is not None:
             self._server.close()
             self._server = None
-        for thread in (self._warmup, self._relevance):
-            if thread is not None:
-                thread.join(timeout=grace)
+        if self._warmup is not None:
+            self._warmup.join(timeout=grace)
         if self.cloud is not None:
             self.cloud.close()
             self.cloud = None

@@ -2,6 +2,7 @@
  * The chunk rows retrieval reads from D1 (`chunks`, migrations/0002_knowledge.sql), and the
  * passage shape the search route returns.
  */
+import type { Band } from "./bands";
 
 /** One `chunks` row, as retrieval uses it. */
 export interface Chunk {
@@ -26,6 +27,7 @@ export interface Passage {
   category: string;
   text: string;
   score: number;
+  band: Band; // how sure retrieval is that it answers (bands.ts)
 }
 
 /** The columns `chunkFromRow` reads. */

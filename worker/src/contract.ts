@@ -8,7 +8,9 @@
  *                                        fusedMinCosine, neuronsPerMillion}; `documents` and
  *                                        `queries` are the input forms {field, prefix}: the texts
  *                                        go in `field`, each after `prefix`
- *                   RERANKER_MODELS      model id -> {neuronsPerMillion}
+ *                   RERANKER_MODELS      model id -> {neuronsPerMillion, contextIds, bands}:
+ *                                        whether each context goes with its chunk's id, and the
+ *                                        scores of the answer's bands (bands.ts)
  *                   CHAT_MODELS          model id -> {neuronsPerMillion, outputLimit, streamUsage,
  *                                        noReasoning}: how a call is bounded, made to report its
  *                                        tokens when streamed, and kept from reasoning
@@ -63,6 +65,12 @@ export interface PricedModel {
   neuronsPerMillion: Price;
 }
 
+/** A reranker: its price, whether it reads chunk ids beside the texts, its bands' bars (bands.ts). */
+export interface RerankerModel extends PricedModel {
+  contextIds: boolean;
+  bands: { confident: number; closest: number };
+}
+
 /** A chat model: its price, and the input fields its schema documents for what the Worker needs. */
 export interface ChatModel extends PricedModel {
   outputLimit: string; // the field bounding the tokens a call generates, reasoning included
@@ -73,7 +81,7 @@ export interface ChatModel extends PricedModel {
 interface ModelsFile {
   embedding: Record<string, EmbeddingModel>;
   defaultEmbedding: { cloudflare: string; local: string };
-  reranker: Record<string, PricedModel>;
+  reranker: Record<string, RerankerModel>;
   defaultReranker: { cloudflare: string; local: string };
   chat: Record<string, ChatModel>;
   freeNeuronsPerDay: number;
@@ -104,7 +112,7 @@ function frozen<T>(value: T): T {
 }
 
 export const EMBEDDING_MODELS: Readonly<Record<string, Readonly<EmbeddingModel>>> = frozen(MODELS.embedding);
-export const RERANKER_MODELS: Readonly<Record<string, Readonly<PricedModel>>> = frozen(MODELS.reranker);
+export const RERANKER_MODELS: Readonly<Record<string, Readonly<RerankerModel>>> = frozen(MODELS.reranker);
 export const CHAT_MODELS: Readonly<Record<string, Readonly<ChatModel>>> = frozen(MODELS.chat);
 export const DEFAULT_EMBEDDING: Readonly<ModelsFile["defaultEmbedding"]> = frozen(MODELS.defaultEmbedding);
 export const DEFAULT_RERANKER: Readonly<ModelsFile["defaultReranker"]> = frozen(MODELS.defaultReranker);
@@ -123,6 +131,11 @@ export const PRICES: Readonly<Record<string, Readonly<Price>>> = deepFreeze(
 export const FUSED_MIN_COSINE_BY_MODEL: Readonly<Record<string, number>> = deepFreeze(
   Object.fromEntries(Object.entries(EMBEDDING_MODELS).map(([model, entry]) => [model, entry.fusedMinCosine])),
 );
+
+/** The reranker's entry, or null for a model the contract does not know. */
+export function rerankerModel(model: string): Readonly<RerankerModel> | null {
+  return Object.hasOwn(RERANKER_MODELS, model) ? (RERANKER_MODELS[model] ?? null) : null;
+}
 
 /** The embedding model's entry, or null for a model the contract does not know. */
 export function embeddingModel(model: string): Readonly<EmbeddingModel> | null {

@@ -141,6 +141,7 @@ function checkedPassages(items: unknown[], request: Pick<RetrieverRequest, "site
       category: "",
       text: content.slice(0, MAX_CONTENT_CHARS),
       score: typeof score === "number" && Number.isFinite(score) ? score : 0,
+      band: "confident", // the site's own search decides what is relevant (seed 001; bands.ts)
     });
   });
   return passages;

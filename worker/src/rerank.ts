@@ -3,12 +3,14 @@
  *
  * Input: `{query, contexts: [{text}]}`, each text the chunk's heading path (joined with the
  * contract's HEADING_SEPARATOR, " › ") on the first line, then its body, cut to about 512 tokens
- * (characters ÷ 4, so 2,048 characters).
+ * (characters ÷ 4, so 2,048 characters); for a reranker whose models.json entry says `contextIds`
+ * (the local cloud's relevance model, which reads the chunk's stored vector by it), each context
+ * also carries its chunk's id, `chunkId`.
  * Output: `{response: [{id, score}]}`, `id` indexing `contexts`, in any order; scores are
  * relevance probabilities in [0, 1], which `minScore` (settings.ts) is compared with.
  */
 import type { Chunk } from "./chunks";
-import { joinHeadings } from "./contract";
+import { joinHeadings, rerankerModel } from "./contract";
 
 export const RERANK_TOP = 10;
 export const RERANK_MAX_TOKENS = 512;
@@ -22,12 +24,20 @@ export function rerankContext(chunk: Pick<Chunk, "headingPath" | "text">, maxTok
   return full.length <= maxChars ? full : full.slice(0, maxChars);
 }
 
-/** The `AI.run` inputs to rerank `chunks` against `query`. */
-export function rerankInput(query: string, chunks: ReadonlyArray<Pick<Chunk, "headingPath" | "text">>): {
+/** The `AI.run` inputs to rerank `chunks` against `query` with `model`. */
+export function rerankInput(
+  query: string,
+  chunks: ReadonlyArray<Pick<Chunk, "id" | "headingPath" | "text">>,
+  model?: string,
+): {
   query: string;
-  contexts: Array<{ text: string }>;
+  contexts: Array<{ text: string; chunkId?: string }>;
 } {
-  return { query, contexts: chunks.map((chunk) => ({ text: rerankContext(chunk) })) };
+  const ids = model !== undefined && rerankerModel(model)?.contextIds === true;
+  return {
+    query,
+    contexts: chunks.map((chunk) => (ids ? { text: rerankContext(chunk), chunkId: chunk.id } : { text: rerankContext(chunk) })),
+  };
 }
 
 /**

@@ -110,19 +110,28 @@ function cut(text: string, limit: number): string {
   return `${space > limit * 0.6 ? head.slice(0, space) : head}…`;
 }
 
+/** The line under a closest passage's title (bands.ts), so the agent does not read it as the answer. */
+export const CLOSEST_MATCH = "Match: only the closest found; it may not answer this exactly";
+
 /**
- * The passages as the plain text the voice agent reads: numbered, each with its title, where it is
- * from and its text, within `maxChars`; a sentence saying nothing was found when there is none.
+ * The passages as the plain text the voice agent reads: numbered, each with its title, a line
+ * marking it when it is only the closest match (its band, bands.ts), where it is from and its
+ * text, within `maxChars`; a sentence saying nothing was found when there is none, and a header
+ * saying so when none answers for certain.
  */
 export function voiceAnswer(query: string, passages: readonly Passage[], maxChars: number = VOICE_MAX_CHARS): string {
+  const asked = cut(query, 200);
   if (passages.length === 0) {
-    return `Nothing was found in the business's website knowledge base for "${cut(query, 200)}".`;
+    return `Nothing was found in the business's website knowledge base for "${asked}".`;
   }
-  const header = `Passages from the business's website for "${cut(query, 200)}":`;
+  const header = passages.some((passage) => passage.band === "confident")
+    ? `Passages from the business's website for "${asked}":`
+    : `Nothing in the business's website answers "${asked}" for certain. The closest passages:`;
   const parts = [header];
   let used = header.length;
   for (const [i, passage] of passages.entries()) {
-    const head = `\n\n[${i + 1}] ${joinHeadings(passage.headingPath.length ? passage.headingPath : [passage.title])}\nSource: ${sourceOf(passage.url)}\n`;
+    const match = passage.band === "closest" ? `${CLOSEST_MATCH}\n` : "";
+    const head = `\n\n[${i + 1}] ${joinHeadings(passage.headingPath.length ? passage.headingPath : [passage.title])}\n${match}Source: ${sourceOf(passage.url)}\n`;
     const room = maxChars - used - head.length;
     if (room < MIN_PASSAGE_CHARS) break;
     const part = head + cut(plainText(passage.text), room);

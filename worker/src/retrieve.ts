@@ -9,8 +9,9 @@
  *  4. rerank the top 10 within 800 ms (rerank.ts), unless rerankerModel is null (a site that
  *     names none gets the backends' default: bge-reranker-base, or the local cloud's relevance
  *     model, helppuff_crawl/local/relevance.py);
- *  5. keep the best finalK (or the request's limit) scoring at least minScore, at most
- *     maxPerPage from one page (select.ts);
+ *  5. keep the best finalK (or the request's limit) scoring at least the closest band's bar (or
+ *     minScore, when lower), at most maxPerPage from one page (select.ts); each passage says its
+ *     band (bands.ts: confident or closest), and `minScore` says which ones a chat model reads;
  *  6. when the best passage stops mid-list or mid-table, put the next chunk of its section
  *     right after it (beyond the count; with the best passage's score unless it had its own).
  *
@@ -29,7 +30,8 @@
  *                       `options.budgetReached`): no Workers AI call at all, so the heuristic
  *                       query, keywords only and fused order.
  * `scores` says what passage scores are: "reranker" (0..1), "fused" (RRF), or "retriever" (the
- * site's own search's, 0 where it gave none).
+ * site's own search's, 0 where it gave none). `minScore` is the least score of a passage a chat
+ * model reads (seed 000's rule: the site's minScore, for reranker scores; null: every passage).
  *
  * A site whose knowledge.retrieval is "http" or "custom" (seed 001) takes its passages from its own
  * search instead (rag.ts: over HTTP, or a module bundled into the Worker): the standalone query
@@ -43,6 +45,7 @@
  * the estimate of what it was sent (it ran, and its output is unknown); one that failed is not
  * counted.
  */
+import { bandBars, bandOf } from "./bands";
 import type { Chunk, Passage } from "./chunks";
 import { endsMidListOrTable } from "./continuation";
 import { chatRequestFields } from "./contract";
@@ -87,6 +90,14 @@ export interface SearchResult {
   degraded: string[];
   query: string; // the standalone query searched
   scores: "reranker" | "fused" | "retriever";
+  minScore: number | null; // a chat model reads the passages scoring at least this; null: all of them
+}
+
+/** The passages a chat model reads (seed 000: those scoring at least minScore), numbered from 1. */
+export function modelPassages(result: Pick<SearchResult, "passages" | "minScore">): Passage[] {
+  const bar = result.minScore;
+  if (bar === null) return result.passages;
+  return result.passages.filter((passage) => passage.score >= bar).map((passage, i) => ({ ...passage, n: i + 1 }));
 }
 
 export interface RetrieveOptions {
@@ -192,9 +203,11 @@ export async function retrieve(
 
   const count = request.limit ?? settings.finalK;
   const reranked = models ? await rerank(backends, settings, query, fusedCandidates, options, meter, degraded) : null;
+  const bars = bandBars(settings.rerankerModel, settings.minScore);
+  const floor = Math.min(bars.closest, settings.minScore);
   const selected =
     reranked !== null
-      ? selectCandidates(reranked, { count, minScore: settings.minScore, maxPerPage: settings.maxPerPage })
+      ? selectCandidates(reranked, { count, minScore: floor, maxPerPage: settings.maxPerPage })
       : selectCandidates(
           fusedCandidates.filter((candidate) =>
             relevantWithoutReranker(candidate, fusedMinCosine(record.index?.model)),
@@ -207,7 +220,12 @@ export async function retrieve(
         );
 
   const items = await withContinuation(backends, request.site, selected, degraded, timings);
-  return { passages: toPassages(items), degraded, query, scores: reranked !== null ? "reranker" : "fused" };
+  if (reranked === null) {
+    // Fused order: nothing judged that a passage answers, so none is confident (bands.ts).
+    return { passages: toPassages(items, () => "closest"), degraded, query, scores: "fused", minScore: null };
+  }
+  const passages = toPassages(items, (score) => bandOf(score, bars));
+  return { passages, degraded, query, scores: "reranker", minScore: settings.minScore };
 }
 
 /** The passages of the site's own search (rag.ts), which never throws. */
@@ -221,13 +239,13 @@ async function fromRetriever(
 ): Promise<SearchResult> {
   if (backends.retriever === undefined) {
     degraded.push("retriever-failed: this Worker has no fetch for a custom retriever; no passages");
-    return { passages: [], degraded, query, scores: "retriever" };
+    return { passages: [], degraded, query, scores: "retriever", minScore: null };
   }
   const asked = { query, question: request.query, siteId: request.site, limit };
   const found = retriever.type === "custom"
     ? await moduleRetrieve(retriever, asked, backends.retriever)
     : await httpRetrieve(retriever, asked, backends.retriever);
-  return { passages: found.passages, degraded: [...degraded, ...found.degraded], query, scores: "retriever" };
+  return { passages: found.passages, degraded: [...degraded, ...found.degraded], query, scores: "retriever", minScore: null };
 }
 
 async function standalone(
@@ -399,7 +417,7 @@ async function rerank(
   if (top.length === 0) {
     return [];
   }
-  const inputs = rerankInput(query, top.map((candidate) => candidate.chunk));
+  const inputs = rerankInput(query, top.map((candidate) => candidate.chunk), model);
   // The reranker's documented output has no token counts. A cross-encoder reads the query with
   // each context, so the estimate is every (query, context) pair, characters / 4.
   const sent: Tokens = {

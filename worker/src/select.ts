@@ -1,13 +1,15 @@
 /**
  * Choose the passages to return from scored candidates, best first.
  *
- * With the reranker, a candidate needs a reranker score of at least `minScore`; nothing above it
- * means no passage. In fused order (reranker off, failed or too slow) reranker scores do not
+ * With the reranker, a candidate needs a reranker score of at least `minScore` (retrieve.ts gives
+ * the lower of the site's minScore and the closest band's bar, bands.ts); nothing above it means no
+ * passage. In fused order (reranker off, failed or too slow) reranker scores do not
  * exist, so the relevance check is instead: a keyword hit, or a vector match with cosine at least
  * the embedding model's bar (`fusedMinCosine`: models.json, else FUSED_MIN_COSINE); the score
  * reported is then the RRF score. `maxPerPage` caps passages from one page URL; then the best
  * `count` are kept.
  */
+import type { Band } from "./bands";
 import { type Chunk, type Passage, passageUrl } from "./chunks";
 import { FUSED_MIN_COSINE_BY_MODEL } from "./contract";
 
@@ -71,8 +73,8 @@ export function selectCandidates(candidates: readonly Candidate[], options: Sele
   return kept;
 }
 
-/** Number the passages from 1, in order. */
-export function toPassages(items: ReadonlyArray<{ chunk: Chunk; score: number }>): Passage[] {
+/** Number the passages from 1, in order, each in the band `bandOf` gives its score. */
+export function toPassages(items: ReadonlyArray<{ chunk: Chunk; score: number }>, bandOf: (score: number) => Band): Passage[] {
   return items.map(({ chunk, score }, index) => ({
     n: index + 1,
     chunkId: chunk.id,
@@ -82,5 +84,6 @@ export function toPassages(items: ReadonlyArray<{ chunk: Chunk; score: number }>
     category: chunk.category,
     text: chunk.text,
     score,
+    band: bandOf(score),
   }));
 }

@@ -144,7 +144,7 @@ describe("detailsAnswer", () => {
 describe("extractiveAnswer with the business details", () => {
   const contactPage: Passage = {
     n: 1, chunkId: "bakery:1", title: "Location", headingPath: ["Location"], url: "https://mrtubakery.com/location",
-    category: "location", text: "Tel: (718) 353-0832\n\nMonday to Sunday: 6 AM - 6 PM", score: 0.6,
+    category: "location", text: "Tel: (718) 353-0832\n\nMonday to Sunday: 6 AM - 6 PM", score: 0.6, band: "confident",
   };
 
   it("answers from the details when there is no passage", () => {

@@ -16,7 +16,7 @@ import { FakeChatModel } from "./fake-model";
 const db = backendsFromEnv({ DB: env.DB, VECTORIZE: new FakeVectorize(1024), AI: new FakeChatModel() }).db;
 
 function passage(n: number, url: string, title: string): Passage {
-  return { n, chunkId: `c${n}`, title, headingPath: [title], url, category: "contact", text: "", score: 1 };
+  return { n, chunkId: `c${n}`, title, headingPath: [title], url, category: "contact", text: "", score: 1, band: "confident" };
 }
 
 const FACTS = passage(1, "helppuff://facts", "Business details");

@@ -32,6 +32,7 @@ function passage(n: number, text: string, extra: Partial<Passage> = {}): Passage
     category: "service",
     text,
     score: 1 - n / 10,
+    band: "confident",
     ...extra,
   };
 }

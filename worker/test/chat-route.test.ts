@@ -141,8 +141,8 @@ describe("the streamed answer", () => {
     expect(names.at(-1)).toBe("done");
     expect(events.find((e) => e.event === "sources")?.data).toEqual({
       sources: [
-        { n: 1, title: "Pricing | Acme Plumbing", url: "https://acme.com.au/pricing#fixed-price-jobs" },
-        { n: 2, title: "Our Services | Acme Plumbing", url: "https://acme.com.au/services#blocked-drains" },
+        { n: 1, title: "Pricing | Acme Plumbing", url: "https://acme.com.au/pricing#fixed-price-jobs", band: "confident" },
+        { n: 2, title: "Our Services | Acme Plumbing", url: "https://acme.com.au/services#blocked-drains", band: "confident" },
       ],
     });
     expect(events.at(-1)?.data).toEqual({ usage: { neurons: 31.1, inputTokens: 4000, outputTokens: 250 }, model: GLM });

@@ -52,7 +52,7 @@ describe("CitationFilter", () => {
 
 describe("citedSources", () => {
   const passage = (n: number, url: string, title = `Title ${n}`): Passage => ({
-    n, chunkId: `c${n}`, title, headingPath: [title], url, category: "other", text: "", score: 1,
+    n, chunkId: `c${n}`, title, headingPath: [title], url, category: "other", text: "", score: 1, band: "confident",
   });
   const passages = [
     passage(1, "https://acme.com.au/pricing#call-out-fees", "Pricing"),
@@ -63,8 +63,8 @@ describe("citedSources", () => {
 
   it("lists only cited passages with links, in citation order; unknown numbers and repeats dropped", () => {
     expect(citedSources([2, 9, 1, 3, 4], passages)).toEqual([
-      { n: 2, title: "Services", url: "https://acme.com.au/services#drains" },
-      { n: 1, title: "Pricing", url: "https://acme.com.au/pricing#call-out-fees" },
+      { n: 2, title: "Services", url: "https://acme.com.au/services#drains", band: "confident" },
+      { n: 1, title: "Pricing", url: "https://acme.com.au/pricing#call-out-fees", band: "confident" },
     ]);
     expect(citedSources([], passages)).toEqual([]);
   });
@@ -77,8 +77,8 @@ describe("citedSources", () => {
       passage(4, "https://acme.com.au/contact", "Business details"), // the facts passage, linked by the route
     ];
     expect(citedSources([1, 2, 3, 4], own)).toEqual([
-      { n: 1, title: "Is there parking?", url: "" },
-      { n: 4, title: "Business details", url: "https://acme.com.au/contact" },
+      { n: 1, title: "Is there parking?", url: "", band: "confident" },
+      { n: 4, title: "Business details", url: "https://acme.com.au/contact", band: "confident" },
     ]);
   });
 });

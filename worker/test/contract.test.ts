@@ -149,13 +149,13 @@ describe("knowledge.json: heading paths", () => {
 
   it("the reranker reads the path joined with the separator", () => {
     expect(rerankContext({ headingPath, text: "$99 on weekdays." })).toBe(`${joined}\n$99 on weekdays.`);
-    expect(rerankInput("fee", [{ headingPath, text: "x" }]).contexts[0]?.text.split("\n")[0]).toBe(joined);
+    expect(rerankInput("fee", [{ id: "c1", headingPath, text: "x" }]).contexts[0]?.text.split("\n")[0]).toBe(joined);
   });
 
   it("the prompt names a passage by its path joined with the separator", () => {
     const passage: Passage = {
       n: 1, chunkId: "c1", title: headingPath[0]!, headingPath, url: "https://acme.com.au/pricing#weekends",
-      category: "pricing", text: "$99 on weekdays.", score: 0.9,
+      category: "pricing", text: "$99 on weekdays.", score: 0.9, band: "confident",
     };
     const system = systemMessage({
       settings: DEFAULT_CHAT_SETTINGS,
@@ -170,7 +170,7 @@ describe("knowledge.json: heading paths", () => {
 describe("knowledge.json: internal URLs", () => {
   const { facts, answers, files } = KNOWLEDGE.internalUrls;
   const passage = (n: number, url: string, title: string): Passage => ({
-    n, chunkId: `c${n}`, title, headingPath: [title], url, category: "other", text: "", score: 1,
+    n, chunkId: `c${n}`, title, headingPath: [title], url, category: "other", text: "", score: 1, band: "confident",
   });
 
   it.each([
@@ -191,9 +191,9 @@ describe("knowledge.json: internal URLs", () => {
       passage(4, "https://acme.com.au/contact", KNOWLEDGE.factsTitle), // the facts passage, linked by the route
     ];
     expect(citedSources([1, 2, 3, 4], passages)).toEqual([
-      { n: 2, title: "Is there parking?", url: "" },
-      { n: 3, title: "Price list 2026", url: "" },
-      { n: 4, title: KNOWLEDGE.factsTitle, url: "https://acme.com.au/contact" },
+      { n: 2, title: "Is there parking?", url: "", band: "confident" },
+      { n: 3, title: "Price list 2026", url: "", band: "confident" },
+      { n: 4, title: KNOWLEDGE.factsTitle, url: "https://acme.com.au/contact", band: "confident" },
     ]);
   });
 });

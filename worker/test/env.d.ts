@@ -27,7 +27,7 @@ interface ModelsJson {
     }
   >;
   defaultEmbedding: { cloudflare: string; local: string };
-  reranker: Record<string, { neuronsPerMillion: PriceJson }>;
+  reranker: Record<string, { neuronsPerMillion: PriceJson; contextIds: boolean; bands: { confident: number; closest: number } }>;
   defaultReranker: { cloudflare: string; local: string };
   chat: Record<
     string,

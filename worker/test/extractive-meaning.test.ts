@@ -86,6 +86,7 @@ function passage(n: number, text: string, extra: Partial<Passage> = {}): Passage
     category: "service",
     text,
     score: 0.5,
+    band: "confident",
     ...extra,
   };
 }

@@ -10,13 +10,20 @@ import { backendsFromEnv } from "../src/bindings";
 import type { Passage } from "../src/chunks";
 import { handleChat } from "../src/chat/route";
 import {
+  CLOSEST_CALLBACK,
+  CLOSEST_LABEL,
   EXTRACTIVE_LABEL,
   NOT_SURE,
   extractiveAnswer,
   isModelMissing,
   sentences,
+  streamExtractive,
   terms,
 } from "../src/chat/extractive";
+import { DETAILS_LABEL } from "../src/chat/details";
+import { emptyFacts } from "../src/chat/facts";
+import { DEFAULT_DELIVERY } from "../src/chat/webhook";
+import { DEFAULT_CHAT_SETTINGS } from "../src/settings";
 import { estimateTokens, priceNeurons } from "../src/usage";
 import { seedAcme } from "./acme";
 import { type FakeAi, FakeVectorize } from "./fakes";
@@ -33,6 +40,7 @@ function passage(n: number, text: string, extra: Partial<Passage> = {}): Passage
     category: "pricing",
     text,
     score: 0.5,
+    band: "confident",
     ...extra,
   };
 }
@@ -168,6 +176,56 @@ describe("extractiveAnswer", () => {
   });
 });
 
+describe("extractiveAnswer in the bands (bands.ts)", () => {
+  const closest = (p: Passage): Passage => ({ ...p, band: "closest", score: 0.1 });
+
+  it("quotes only the confident passages when there are any", () => {
+    const plan = extractiveAnswer("Are your plumbers licensed?", [FAQ, closest(PRICES)]);
+    expect(plan).toEqual({
+      kind: "answer",
+      text: `${EXTRACTIVE_LABEL}\n• Every Acme plumber is licensed with the Victorian Building Authority. [2]`,
+      cited: [2],
+    });
+  });
+
+  it("says it is not sure, then quotes the closest passage, once, and offers the callback", () => {
+    const plan = extractiveAnswer("How much is an after-hours call-out?", [closest(PRICES), closest(DRAINS)]);
+    expect(plan.kind).toBe("closest");
+    if (plan.kind !== "closest") return;
+    expect(plan.text.startsWith(`${CLOSEST_LABEL}\n`)).toBe(true);
+    expect(plan.text).not.toContain(EXTRACTIVE_LABEL);
+    expect(plan.cited).toEqual([1]);
+    expect(plan.need).toBe("How much is an after-hours call-out?");
+  });
+
+  it("answers a business detail from the details before any closest passage", () => {
+    const facts = { ...emptyFacts(), phones: ["03 9123 4567"] };
+    const plan = extractiveAnswer("what's your phone number", [closest(PRICES)], {}, null, facts);
+    expect(plan).toEqual({ kind: "answer", text: `${DETAILS_LABEL}\n• Phone: 03 9123 4567`, cited: [] });
+    // With the facts passage found (in any band), the details cite it: its Source is the contact page.
+    const cited = extractiveAnswer("what's your phone number", [closest(PRICES), closest(FACTS)], {}, null, facts);
+    expect(cited).toEqual({ kind: "answer", text: `${DETAILS_LABEL}\n• Phone: 03 9123 4567 [4]`, cited: [4] });
+  });
+
+  it("streams the closest answer with its source in the closest band, then the callback form", async () => {
+    const plan = extractiveAnswer("How much is an after-hours call-out?", [closest(PRICES)]);
+    const events: Array<{ event: string; data: unknown }> = [];
+    const deps = { db: backendsFromEnv({ DB: env.DB, VECTORIZE: new FakeVectorize(1024), AI: new FakeChatModel() }).db, ai: new FakeChatModel(), now: () => new Date("2026-11-24T23:30:00Z"), waitUntil: async () => undefined, delivery: DEFAULT_DELIVERY };
+    const request = { messages: [{ role: "user" as const, content: "How much is an after-hours call-out?" }], visitor: {}, visitorId: "v-1" };
+    await streamExtractive(deps, { site: "acme", settings: DEFAULT_CHAT_SETTINGS, facts: emptyFacts(), request, passages: [closest(PRICES)] },
+      plan, async (event) => void events.push(event));
+    const text = events.filter((e) => e.event === "delta").map((e) => (e.data as { text: string }).text).join("");
+    expect(text.startsWith(CLOSEST_LABEL)).toBe(true);
+    expect(text.endsWith(CLOSEST_CALLBACK)).toBe(true);
+    expect(text).not.toMatch(/\[\d+\]/u);
+    expect(events.map((e) => e.event)).toEqual([...events.filter((e) => e.event === "delta").map(() => "delta"), "callback", "sources", "done"]);
+    expect(events.find((e) => e.event === "callback")?.data).toEqual({ form: true, saved: null, need: "How much is an after-hours call-out?" });
+    expect(events.find((e) => e.event === "sources")?.data).toEqual({
+      sources: [{ n: 1, title: "Pricing | Acme Plumbing", url: "https://acme.com.au/page-1", band: "closest" }],
+    });
+  });
+});
+
 describe("isModelMissing", () => {
   it.each([
     ["Workers AI: HTTP 400: 5007: No such model @cf/zai-org/glm-4.7-flash or task", true],
@@ -246,6 +304,22 @@ describe("the chat route without a chat model", () => {
     const { names, events } = await ask("How much is a blocked drain?");
     expect(names).toEqual(["error", "done"]);
     expect(events[0]?.data["message"]).toMatch(/cannot answer right now/u);
+  });
+
+  it("with the local relevance model, answers in the closest band and records the question as a gap", async () => {
+    await setBackend({ model: "extractive", retrieval: { rerankerModel: "@local/e5-relevance" } });
+    await env.DB.prepare("DELETE FROM knowledge_gaps").run();
+    // FakeAi scores a context by the share of the question's words it holds: one of these seven
+    // words (fee) is far below the local model's confident bar, and above its closest one.
+    const { text, events } = await ask("Which fee applies for gutters and roofing and skylights?");
+    expect(text.startsWith(CLOSEST_LABEL)).toBe(true);
+    expect(text.endsWith(CLOSEST_CALLBACK)).toBe(true);
+    const sources = events.find((e) => e.event === "sources")?.data["sources"] as Array<{ band: string }>;
+    expect(sources.length).toBe(1);
+    expect(sources[0]?.band).toBe("closest");
+    expect(events.find((e) => e.event === "callback")?.data).toMatchObject({ form: true });
+    const gaps = await env.DB.prepare("SELECT question FROM knowledge_gaps WHERE site = 'acme-x'").all<{ question: string }>();
+    expect(gaps.results.map((row) => row.question)).toEqual(["Which fee applies for gutters and roofing and skylights?"]);
   });
 
   it("offers the callback form when nothing matches, then saves the lead from the form's details", async () => {

@@ -115,7 +115,7 @@ describe("the call", () => {
     expect(body.scores).toBe("retriever");
     expect(body.degraded).toEqual([]);
     expect(body.passages).toEqual([
-      { n: 1, chunkId: "retriever:1", title: "Prices", headingPath: ["Prices", "Pricing › Drains"], url: "https://acme.com/prices", category: "", text: "Our callout fee is $99.", score: 0.9 },
+      { n: 1, chunkId: "retriever:1", title: "Prices", headingPath: ["Prices", "Pricing › Drains"], url: "https://acme.com/prices", category: "", text: "Our callout fee is $99.", score: 0.9, band: "confident" },
     ]);
   });
 
@@ -232,7 +232,7 @@ describe("the chat", () => {
     model.say("The callout fee is $99 [1].");
     const { events, system } = await chatShop(backends(), model, "What is your callout fee?");
     expect(system).toContain('<passage n="1" title="Prices" url="https://acme.com/prices">');
-    expect(events.find((e) => e.event === "sources")?.data).toEqual({ sources: [{ n: 1, title: "Prices", url: "https://acme.com/prices" }] });
+    expect(events.find((e) => e.event === "sources")?.data).toEqual({ sources: [{ n: 1, title: "Prices", url: "https://acme.com/prices", band: "confident" }] });
   });
 
   it("says it is not sure and offers the callback when the module throws, and never fails", async () => {

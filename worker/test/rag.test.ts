@@ -92,7 +92,7 @@ describe("the request", () => {
     expect(body.scores).toBe("retriever");
     expect(body.degraded).toEqual([]);
     expect(body.passages).toEqual([
-      { n: 1, chunkId: "retriever:1", title: "Prices", headingPath: ["Prices"], url: "https://acme.com/prices", category: "", text: "Our callout fee is $99.", score: 0.9 },
+      { n: 1, chunkId: "retriever:1", title: "Prices", headingPath: ["Prices"], url: "https://acme.com/prices", category: "", text: "Our callout fee is $99.", score: 0.9, band: "confident" },
     ]);
   });
 
@@ -183,7 +183,7 @@ describe("the chat", () => {
     const { events, system } = await chatShop(backends(), model, "What is your callout fee?");
     expect(system).toContain('<passage n="1" title="Prices" url="https://acme.com/prices">');
     expect(system).toContain("Our callout fee is $99.");
-    expect(events.find((e) => e.event === "sources")?.data).toEqual({ sources: [{ n: 1, title: "Prices", url: "https://acme.com/prices" }] });
+    expect(events.find((e) => e.event === "sources")?.data).toEqual({ sources: [{ n: 1, title: "Prices", url: "https://acme.com/prices", band: "confident" }] });
   });
 
   it("says it is not sure and offers the callback when the retriever fails, and records no gap", async () => {

@@ -19,12 +19,19 @@ describe("rerankContext", () => {
 });
 
 describe("rerankInput", () => {
+  const chunks = [{ id: "c1", headingPath: ["A"], text: "one" }, { id: "c2", headingPath: ["B", "C"], text: "two" }];
+
   it("builds {query, contexts: [{text}]}", () => {
     expect(RERANK_TOP).toBe(10);
-    expect(rerankInput("fee", [{ headingPath: ["A"], text: "one" }, { headingPath: ["B", "C"], text: "two" }])).toEqual({
-      query: "fee",
-      contexts: [{ text: "A\none" }, { text: "B › C\ntwo" }],
-    });
+    expect(rerankInput("fee", chunks)).toEqual({ query: "fee", contexts: [{ text: "A\none" }, { text: "B › C\ntwo" }] });
+    expect(rerankInput("fee", chunks, "@cf/baai/bge-reranker-base")).toEqual(rerankInput("fee", chunks));
+  });
+
+  it("gives a reranker that reads chunk ids each context's chunk id (models.json contextIds)", () => {
+    expect(rerankInput("fee", chunks, "@local/e5-relevance").contexts).toEqual([
+      { text: "A\none", chunkId: "c1" },
+      { text: "B › C\ntwo", chunkId: "c2" },
+    ]);
   });
 });
 

@@ -12,7 +12,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
 import type { Passage } from "../src/chunks";
 import worker from "../src/index";
-import { SIGNATURE_MAX_AGE_MS, VOICE_MAX_CHARS, VOICE_MAX_PASSAGES, handleRetell, verifyRetellSignature, voiceAnswer } from "../src/retell";
+import { CLOSEST_MATCH, SIGNATURE_MAX_AGE_MS, VOICE_MAX_CHARS, VOICE_MAX_PASSAGES, handleRetell, verifyRetellSignature, voiceAnswer } from "../src/retell";
 import { seedAcme } from "./acme";
 import { FakeAi, FakeVectorize } from "./fakes";
 import { FakeRateLimiter } from "./fake-model";
@@ -263,7 +263,18 @@ describe("refusals", () => {
 
 describe("voiceAnswer", () => {
   const passage = (n: number, text: string, url = `https://acme.com.au/p${n}`): Passage => ({
-    n, chunkId: `c${n}`, title: `Page ${n}`, headingPath: [`Page ${n}`, "Section"], url, category: "service", text, score: 0.9,
+    n, chunkId: `c${n}`, title: `Page ${n}`, headingPath: [`Page ${n}`, "Section"], url, category: "service", text, score: 0.9, band: "confident",
+  });
+
+  it("marks a passage that is only the closest match, and says when none answers for certain", () => {
+    const sure = passage(1, "Call-outs are $99.");
+    const near = { ...passage(2, "We clear drains."), band: "closest" as const, score: 0.1 };
+    const mixed = voiceAnswer("call-out fee", [sure, near]);
+    expect(mixed.startsWith('Passages from the business\'s website for "call-out fee":')).toBe(true);
+    expect(mixed).toContain(`[1] Page 1 › Section\nSource: https://acme.com.au/p1\nCall-outs are $99.`);
+    expect(mixed).toContain(`[2] Page 2 › Section\n${CLOSEST_MATCH}\nSource: https://acme.com.au/p2\nWe clear drains.`);
+    const only = voiceAnswer("roof repairs", [near]);
+    expect(only.startsWith('Nothing in the business\'s website answers "roof repairs" for certain. The closest passages:')).toBe(true);
   });
 
   it(`stays within ${VOICE_MAX_CHARS} characters, cutting at a word`, () => {

@@ -9,17 +9,19 @@ import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { backendsFromEnv } from "../src/bindings";
 import worker from "../src/index";
 import type { SqlDatabase } from "../src/ports";
-import { DEFAULT_RETRIEVE_OPTIONS, retrieve } from "../src/retrieve";
+import { DEFAULT_RETRIEVE_OPTIONS, modelPassages, retrieve } from "../src/retrieve";
 import type { Passage } from "../src/chunks";
 import { rerankContext } from "../src/rerank";
 import { ACME_CHUNKS, seedAcme } from "./acme";
 import { FakeAi, FakeVectorize, LOCAL_RELEVANCE, RERANKER, fakeEmbedding } from "./fakes";
+import { bandBars } from "../src/bands";
 
 interface SearchBody {
   passages: Passage[];
   degraded: string[];
   query: string;
   scores: "reranker" | "fused" | "retriever";
+  minScore: number | null;
   error?: string;
 }
 
@@ -104,6 +106,7 @@ describe("the answer", () => {
       category: "pricing",
       text: "Blocked drain clearing from $180. Hot water system replacement from $1,450 installed. Tap washer replacement from $120. Every price is quoted before work starts.",
       score: 2 / 3,
+      band: "confident",
     });
     expect(ids(answer)).toEqual(["acme:fixed", "acme:drains", "acme:home"]);
   });
@@ -406,7 +409,7 @@ describe("step 5: finalK and minScore", () => {
   it("returns no passage when nothing reaches minScore", async () => {
     const answer = await search("acme", { query: "xyzzy" });
     expect(ai.callsTo(RERANKER)).toHaveLength(1);
-    expect(answer).toEqual({ passages: [], degraded: [], query: "xyzzy", scores: "reranker" });
+    expect(answer).toEqual({ passages: [], degraded: [], query: "xyzzy", scores: "reranker", minScore: 0.2 });
   });
 
   it("does not call the reranker with nothing to rerank", async () => {
@@ -429,6 +432,58 @@ describe("step 5: finalK and minScore", () => {
     const answer = await search("acme", { query: "call-out fee prices" });
     expect(answer.degraded).toEqual(["settings-invalid: backend.retrieval.finalK must be an integer from 1 to 20; default used"]);
     expect(ids(answer)).toEqual(["acme:callout-2", "acme:callout"]);
+  });
+});
+
+describe("the bands (bands.ts)", () => {
+  const localBackends = () => ({ ...backendsFromEnv({ DB: env.DB, VECTORIZE: indexes.get("acme")!, AI: ai }), defaultReranker: LOCAL_RELEVANCE });
+  const request = { site: "acme", query: "can you fix a leaking tap on a weekend evening near richmond", history: [], limit: 10 };
+
+  it("the local relevance model's: each passage in its band by its score, down to the closest bar", async () => {
+    const bars = bandBars(LOCAL_RELEVANCE, 0.2);
+    expect(bars.closest).toBeLessThan(0.2);
+    const found = await retrieve(localBackends(), request);
+    expect(found.scores).toBe("reranker");
+    expect(found.minScore).toBe(0.2);
+    expect(found.passages.length).toBeGreaterThan(0);
+    for (const passage of found.passages) {
+      expect(passage.score).toBeGreaterThanOrEqual(bars.closest);
+      expect(passage.band).toBe(passage.score >= bars.confident ? "confident" : "closest");
+    }
+    // Some fall between the closest bar and minScore: shown as closest, never read by a chat model.
+    const below = found.passages.filter((passage) => passage.score < 0.2);
+    expect(below.length).toBeGreaterThan(0);
+    expect(below.every((passage) => passage.band === "closest")).toBe(true);
+    expect(modelPassages(found).map((passage) => passage.chunkId)).toEqual(
+      found.passages.filter((passage) => passage.score >= 0.2).map((passage) => passage.chunkId),
+    );
+    expect(modelPassages(found).map((passage) => passage.n)).toEqual(modelPassages(found).map((_, i) => i + 1));
+  });
+
+  it("the local relevance model reads each context with its chunk's id; bge-reranker-base the text alone", async () => {
+    await retrieve(localBackends(), request);
+    const contexts = (ai.callsTo(LOCAL_RELEVANCE)[0]?.inputs as { contexts: Array<{ text: string; chunkId?: string }> }).contexts;
+    expect(contexts.length).toBeGreaterThan(0);
+    expect(contexts.every((context) => typeof context.chunkId === "string" && context.chunkId.startsWith("acme:"))).toBe(true);
+    await search("acme", { query: request.query });
+    const plain = (ai.callsTo(RERANKER)[0]?.inputs as { contexts: Array<Record<string, unknown>> }).contexts;
+    expect(plain.every((context) => Object.keys(context).join() === "text")).toBe(true);
+  });
+
+  it("bge-reranker-base's: confident or absent, as before", async () => {
+    const answer = await search("acme", { query: request.query });
+    expect(answer.passages.length).toBeGreaterThan(0);
+    expect(answer.passages.every((passage) => passage.band === "confident" && passage.score >= 0.2)).toBe(true);
+  });
+
+  it("in fused order every passage is closest, and a chat model reads them all", async () => {
+    await setSettings("acme", { retrieval: { rerankerModel: null } });
+    const answer = await search("acme", { query: "call-out fee prices" });
+    expect(answer.scores).toBe("fused");
+    expect(answer.minScore).toBeNull();
+    expect(answer.passages.length).toBeGreaterThan(0);
+    expect(answer.passages.every((passage) => passage.band === "closest")).toBe(true);
+    expect(modelPassages(answer)).toEqual(answer.passages);
   });
 });
 

@@ -62,7 +62,8 @@ describe("relevantWithoutReranker", () => {
 describe("toPassages", () => {
   it("numbers passages from 1 and links to the anchor", () => {
     const withAnchor = { ...chunk("p1", "https://acme.com.au/pricing", "call-out-fees"), category: "pricing" };
-    expect(toPassages([{ chunk: withAnchor, score: 0.75 }, { chunk: chunk("h", "https://acme.com.au/"), score: 0.5 }])).toEqual([
+    const band = (score: number) => (score >= 0.6 ? "confident" : "closest");
+    expect(toPassages([{ chunk: withAnchor, score: 0.75 }, { chunk: chunk("h", "https://acme.com.au/"), score: 0.5 }], band)).toEqual([
       {
         n: 1,
         chunkId: "p1",
@@ -72,8 +73,9 @@ describe("toPassages", () => {
         category: "pricing",
         text: "text p1",
         score: 0.75,
+        band: "confident",
       },
-      { n: 2, chunkId: "h", title: "T", headingPath: ["T", "h"], url: "https://acme.com.au/", category: "other", text: "text h", score: 0.5 },
+      { n: 2, chunkId: "h", title: "T", headingPath: ["T", "h"], url: "https://acme.com.au/", category: "other", text: "text h", score: 0.5, band: "closest" },
     ]);
   });
 

@@ -189,9 +189,10 @@ export async function streamAnswer(deps: AnswerDeps, input: AnswerInput, rawEmit
 
 /** The extractive answer (extractive.ts): planned (its embedding call metered), recorded, sent. */
 async function answerExtractively(deps: AnswerDeps, input: AnswerInput, usage: UsageMeter, emit: Emit): Promise<void> {
-  const plan = await planExtractive(deps, input, usage);
+  const read = { ...input, passages: input.banded ?? input.passages };
+  const plan = await planExtractive(deps, read, usage);
   await record(deps, input.site, usage);
-  await streamExtractive(deps, input, plan, emit, usage);
+  await streamExtractive(deps, read, plan, emit, usage);
 }
 
 /**
@@ -200,7 +201,7 @@ async function answerExtractively(deps: AnswerDeps, input: AnswerInput, usage: U
  * (details.ts), else "I'm not sure — can we call you back?" and the callback.
  */
 export async function answerNotSure(deps: AnswerDeps, input: AnswerInput, usage: UsageMeter, emit: Emit): Promise<void> {
-  await answerExtractively(deps, { ...input, passages: [] }, usage, emit);
+  await answerExtractively(deps, { ...input, passages: [], banded: [] }, usage, emit);
 }
 
 async function callModel(

@@ -6,6 +6,7 @@
  * `CitationFilter` works on a stream: a piece that ends inside what may still become a marker
  * ("... $99 [", "[1") is held back until the next piece settles it.
  */
+import type { Band } from "../bands";
 import type { Passage } from "../chunks";
 import { ANSWERS_URL_PREFIX, FACTS_URL, FILES_URL_PREFIX } from "../contract";
 
@@ -80,6 +81,7 @@ export interface Source {
   n: number;
   title: string;
   url: string; // "" for the business's own words (an owner's answer, an uploaded file): shown without a link
+  band: Band; // the passage's (bands.ts): a closest one is shown as only the closest match
 }
 
 /**
@@ -97,7 +99,9 @@ export function sourceKind(url: string): "page" | "facts" | "own" | null {
  * The Sources list: each cited passage, in citation order: a page with its http(s) link (each URL
  * once), and the business's own words (an owner's answer or an uploaded file) by title without a
  * link (each title once). The facts passage is linked when the route gave it the contact page's
- * URL (linkFactsPassage, facts.ts), and left out otherwise.
+ * URL (linkFactsPassage, facts.ts), and left out otherwise. A custom retriever's passage without a
+ * url (seed 001: url is optional, and one that is not http(s) is dropped, rag.ts) is cited by its
+ * title without a link, as the business's own words are: the answer quoted it, so it is a source.
  */
 export function citedSources(cited: readonly number[], passages: readonly Passage[]): Source[] {
   const sources: Source[] = [];
@@ -106,12 +110,13 @@ export function citedSources(cited: readonly number[], passages: readonly Passag
     const passage = passages.find((p) => p.n === n);
     if (passage === undefined) continue;
     const kind = sourceKind(passage.url);
-    if (kind !== "page" && kind !== "own") continue; // the facts passage without its page, or unknown
+    // Left out: the facts passage without its page, or a URL of no known kind.
+    if (kind !== "page" && kind !== "own" && passage.url !== "") continue;
     const linked = kind === "page";
     const key = linked ? passage.url : `own:${passage.title}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    sources.push({ n, title: passage.title, url: linked ? passage.url : "" });
+    sources.push({ n, title: passage.title, url: linked ? passage.url : "", band: passage.band });
   }
   return sources;
 }

@@ -9,14 +9,18 @@
  *
  *   - a question that asks for a callback ("please call me back about ..."), as the widget sends
  *     after its callback form: the callback itself;
- *   - no passage, and the question asks for a business detail the business details hold (its
+ *   - no confident passage (bands.ts: retrieval's reranker judged none to answer, or it ran in
+ *     fused order), and the question asks for a business detail the business details hold (its
  *     phone number, email, address or opening hours: details.ts): that detail, under "From the
  *     business details:", as a chat model answers from the details it receives with every answer;
- *   - no passage otherwise: "I'm not sure — can we call you back?" with the callback offer.
- *     Retrieval has already judged relevance (the reranker's minScore, or select.ts's check in
- *     fused order), so any passage it returned is answered from;
- *   - otherwise, under the label "From the site's pages:", each quote cited as [n] (so the same
- *     citation filter and Sources list apply as for a model's answer):
+ *   - no confident passage, and a closest one: CLOSEST_LABEL ("I'm not sure the site covers exactly
+ *     this. The closest I found on its pages:"), the closest passage's best sentence quoted and
+ *     cited as below (one quote), then the callback offered as for "not sure" (CLOSEST_CALLBACK and
+ *     the form, or the lead saved when the visitor's phone or email is known). It is never worded
+ *     as the site's answer, and counts as "not sure" for the knowledge gaps (route.ts);
+ *   - no passage at all: "I'm not sure — can we call you back?" with the callback offer;
+ *   - otherwise, from the confident passages only, under the label "From the site's pages:", each
+ *     quote cited as [n] (so the same citation filter and Sources list apply as for a model's answer):
  *       1. the candidate sentences of the passages, best passages first, at most `maxCandidates`
  *          (48) distinct texts and at most the embedding model's `maxBatch` (quotes.ts: every
  *          sentence, list item and table row, the heading or lead-in line of a list or table,
@@ -54,7 +58,7 @@
  * email is known (and sending it to the site's lead webhook, webhook.ts).
  */
 import type { Passage } from "../chunks";
-import { embeddingModel, formInputs } from "../contract";
+import { FACTS_TITLE, embeddingModel, formInputs, joinHeadings } from "../contract";
 import type { AiRunner } from "../ports";
 import { TimeoutError, withTimeout } from "../timeout";
 import { type Tokens, type UsageMeter, estimateTokens, reportedTokens } from "../usage";
@@ -74,6 +78,10 @@ export { sentences } from "./quotes";
 export const EXTRACTIVE_MODEL = "extractive";
 export const EXTRACTIVE_LABEL = "From the site's pages:";
 export const NOT_SURE = "I'm not sure — can we call you back?";
+/** The closest band's answer starts with this: never a confident claim (bands.ts). */
+export const CLOSEST_LABEL = "I'm not sure the site covers exactly this. The closest I found on its pages:";
+/** ... and ends with this, or the lead's thanks when the visitor's phone or email is known. */
+export const CLOSEST_CALLBACK = "Can we call you back about it?";
 
 export interface ExtractiveOptions {
   maxPassages: number; // quotes, each from another page (2)
@@ -99,6 +107,7 @@ export const DEFAULT_EXTRACTIVE_OPTIONS: Readonly<ExtractiveOptions> = Object.fr
 
 export type ExtractivePlan =
   | { kind: "answer"; text: string; cited: number[] } // text holds the [n] markers
+  | { kind: "closest"; text: string; cited: number[]; need: string } // not sure; the closest quoted, the callback offered
   | { kind: "callback"; reason: "unsure" | "asked"; need: string }
   | { kind: "unsure"; text: string }; // no passage and no callback offered
 
@@ -157,6 +166,12 @@ function page(passage: Passage | undefined): string {
  * each candidate sentence's cosine to the question, by its text (only those sentences are then
  * candidates); null lets the word overlap alone choose. `facts`: the business details, which
  * answer a question for one of them when no passage gives a quote (details.ts).
+ *
+ * The passages' bands (bands.ts) decide how: the confident ones are quoted as the site's word;
+ * when none is (or none gives a quote), a question for a business detail is answered from the
+ * details; else the closest passage's best sentence is quoted under CLOSEST_LABEL, which says
+ * plainly that the site may not cover exactly this, and the callback is offered as for "not sure";
+ * with no passage at all, "not sure" and the callback.
  */
 export function extractiveAnswer(
   question: string,
@@ -170,6 +185,33 @@ export function extractiveAnswer(
   if (opts.callbackOffered && CALLBACK_REQUEST.test(question)) {
     return { kind: "callback", reason: "asked", need };
   }
+  const confident = chooseQuotes(question, passages.filter((p) => p.band !== "closest"), opts, cosines);
+  if (confident.length > 0) return { kind: "answer", ...quoted(EXTRACTIVE_LABEL, confident) };
+  const details = facts === null ? null : detailsAnswer(question, facts);
+  if (details !== null) {
+    // Cited to the facts passage when retrieval found it, whatever its band: it holds these very
+    // details, and its Source is the contact page (facts.ts linkFactsPassage), where a visitor checks them.
+    const source = passages.find((p) => p.title === FACTS_TITLE && joinHeadings(p.headingPath) === FACTS_TITLE);
+    const lines = source === undefined ? details : [...details.slice(0, -1), `${details.at(-1)} [${source.n}]`];
+    return { kind: "answer", text: `${DETAILS_LABEL}\n${lines.join("\n")}`, cited: source === undefined ? [] : [source.n] };
+  }
+  const closest = chooseQuotes(question, passages.filter((p) => p.band === "closest"), { ...opts, maxPassages: 1 }, cosines);
+  if (closest.length > 0) return { kind: "closest", ...quoted(CLOSEST_LABEL, closest), need };
+  return opts.callbackOffered ? { kind: "callback", reason: "unsure", need } : { kind: "unsure", text: "I'm not sure." };
+}
+
+function quoted(label: string, quotes: readonly Quote[]): { text: string; cited: number[] } {
+  const cited = [...new Set(quotes.flatMap((quote) => quote.cited))];
+  return { text: `${label}\n${quotes.flatMap((quote) => quoteLines(quote)).join("\n")}`, cited };
+}
+
+/** The quotes for `question` from `passages` (best first): steps 1 to 4 of the module's comment. */
+function chooseQuotes(
+  question: string,
+  passages: readonly Passage[],
+  opts: ExtractiveOptions,
+  cosines: ReadonlyMap<string, number> | null,
+): Quote[] {
   const wanted = new Set(terms(question));
   const ranked = candidates(passages, opts.maxCandidates)
     .filter((candidate) => cosines === null || cosines.has(candidate.text))
@@ -214,14 +256,7 @@ export function extractiveAnswer(
     if (!close) break; // ranked: no later sentence is closer
     take(scored);
   }
-  if (quotes.length === 0) {
-    const details = facts === null ? null : detailsAnswer(question, facts);
-    if (details !== null) return { kind: "answer", text: `${DETAILS_LABEL}\n${details.join("\n")}`, cited: [] };
-    return opts.callbackOffered ? { kind: "callback", reason: "unsure", need } : { kind: "unsure", text: "I'm not sure." };
-  }
-  const cited = [...new Set(quotes.flatMap((quote) => quote.cited))];
-  const lines = quotes.flatMap((quote) => quoteLines(quote));
-  return { kind: "answer", text: `${EXTRACTIVE_LABEL}\n${lines.join("\n")}`, cited };
+  return quotes;
 }
 
 /** Whether a model call failed because the model does not exist there (Workers AI code 5007). */
@@ -366,15 +401,19 @@ export async function streamExtractive(
   const events: ChatEvent[] = [];
   const team = facts.name ? `the team at ${facts.name}` : "the team";
   let cited: number[] = [];
-  if (plan.kind === "answer") {
+  if (plan.kind === "answer" || plan.kind === "closest") {
     const filter = new CitationFilter();
-    for (const line of plan.text.split(/(?<=\n)/u)) {
+    const text = plan.kind === "closest" ? `${plan.text}\n` : plan.text;
+    for (const line of text.split(/(?<=\n)/u)) {
       const visible = filter.push(line);
       if (visible !== "") events.push({ event: "delta", data: { text: visible } });
     }
     const tail = filter.flush();
     if (tail !== "") events.push({ event: "delta", data: { text: tail } });
     cited = filter.cited;
+  }
+  if (plan.kind === "answer") {
+    // Quoted above.
   } else if (plan.kind === "unsure") {
     const ways = [...facts.phones.slice(0, 1), ...facts.emails.slice(0, 1)];
     const reach = ways.length > 0 ? ` You can reach ${team} on ${ways.join(" or ")}.` : "";
@@ -404,7 +443,9 @@ export async function streamExtractive(
         events.push({ event: "delta", data: { text: `Sorry, your details could not be saved.${reach}` } });
       }
     } else {
-      const text = plan.reason === "unsure" ? NOT_SURE : "Sure — leave your phone number or email and someone will get back to you.";
+      const text = plan.kind === "closest"
+        ? CLOSEST_CALLBACK
+        : plan.reason === "unsure" ? NOT_SURE : "Sure — leave your phone number or email and someone will get back to you.";
       events.push({ event: "delta", data: { text } });
       callback = { form: true, saved: null, need: plan.need };
     }

@@ -41,7 +41,7 @@
  */
 import { chatRequestFields } from "../contract";
 import type { Backends, SqlDatabase } from "../ports";
-import { DEFAULT_RETRIEVE_OPTIONS, retrieve } from "../retrieve";
+import { DEFAULT_RETRIEVE_OPTIONS, modelPassages, retrieve } from "../retrieve";
 import type { ChatSettings } from "../settings";
 import { type Tokens, UsageMeter, estimateTokens, neuronsUsed, recordUsage, utcDay } from "../usage";
 import { type ModelMessage, modelEvents } from "./model";
@@ -297,7 +297,9 @@ export async function findGaps(deps: GapFindDeps, turn: GapTurn): Promise<GapFin
     const missing: string[] = [];
     const found: Array<{ question: string; passages: string[] }> = [];
     for (const question of result.questions) {
-      const searched = await retrieve(deps.backends, { site, query: question, history: [], limit: null }, { ...DEFAULT_RETRIEVE_OPTIONS, meter });
+      const result = await retrieve(deps.backends, { site, query: question, history: [], limit: null }, { ...DEFAULT_RETRIEVE_OPTIONS, meter });
+      // What a chat model would read (seed 000's minScore), as the answer that missed it did.
+      const searched = { ...result, passages: modelPassages(result) };
       if (!isGap(question, searched.degraded)) continue; // the search did not fully run: it says nothing
       if (searched.passages.length === 0) missing.push(question);
       else found.push({ question, passages: searched.passages.slice(0, PASSAGES_PER_QUESTION).map((p) => p.text.slice(0, PASSAGE_CHARS)) });

@@ -20,7 +20,10 @@
  *      `answerNotSure`), before retrieval.
  *   8. after the answer, in the background (`waitUntil`), the knowledge gaps (gaps.ts): with a chat
  *      model, seed 000's three steps when the answer cited no passage or offered the callback;
- *      with none (the extractive answer), a question that found no passage.
+ *      with none (the extractive answer), a question that found no confident passage (bands.ts)
+ *      and that the business details do not answer.
+ *   A chat model reads the passages scoring at least minScore (retrieve.ts `modelPassages`, seed
+ *   000's rule); the answer without one reads every passage retrieval returned, in its band.
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
@@ -28,7 +31,7 @@ import type { Env } from "../bindings";
 import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited, routeBindings } from "../guard";
 import { TOO_BIG, json, readBody } from "../http";
 import type { Backends } from "../ports";
-import { DEFAULT_RETRIEVE_OPTIONS, type SearchResult, UnknownSiteError, retrieve } from "../retrieve";
+import { DEFAULT_RETRIEVE_OPTIONS, type SearchResult, UnknownSiteError, modelPassages, retrieve } from "../retrieve";
 import { UsageMeter, estimateTokens, recordUsage, utcDay } from "../usage";
 import { parseBackendType } from "../settings";
 import { answerNotSure, refuseOverBudget, streamAnswer } from "./answer";
@@ -146,13 +149,16 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     return json(503, { error: "the knowledge base cannot be read right now" }, cors);
   }
   for (const reason of retrieved.degraded) console.warn("chat retrieval for site %s degraded: %s", site, reason);
-  // A question the business details answer without a passage ("what's your number?") is no gap.
-  const emptySearch = retrieved.passages.length === 0 && isGap(question, retrieved.degraded) && detailsAnswer(question, facts) === null;
+  // Without a chat model, a question no confident passage answers is a gap (a closest passage is
+  // shown as "not sure", bands.ts), unless the business details answer it ("what's your number?").
+  const unanswered = !retrieved.passages.some((passage) => passage.band === "confident") &&
+    isGap(question, retrieved.degraded) && detailsAnswer(question, facts) === null;
   const tools = toolDefinitions(settings.tools);
+  const banded = await linkFactsPassage(db, site, retrieved.passages);
   const prompt = buildPrompt({
     settings,
     facts,
-    passages: await linkFactsPassage(db, site, retrieved.passages),
+    passages: modelPassages({ passages: banded, minScore: retrieved.minScore }),
     history,
     question,
     contact: mergeContact(chat.visitor, contactFromConversation(chat.messages)),
@@ -168,13 +174,13 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     const seen = new TurnSeen();
     await streamAnswer(
       answerDeps,
-      { site, settings, facts, request: chat, messages: prompt.messages, passages: prompt.passages, tools, usage: meter, queryEmbedding, generator },
+      { site, settings, facts, request: chat, messages: prompt.messages, passages: prompt.passages, banded, tools, usage: meter, queryEmbedding, generator },
       seen.watch(emit),
     );
     // In the background: the visitor's answer does not wait for the owner's gap list (gaps.ts).
     const noteDeps = { db, now: deps.now, delivery: answerDeps.delivery };
     let finding: Promise<unknown> | null = null;
-    if (seen.model === null && emptySearch) {
+    if (seen.model === null && unanswered) {
       finding = noteGap(noteDeps, site, settings.leads, retrieved.query || question); // no chat model: today's rule
     } else if (seen.model !== null && !seen.failed && (seen.cited === 0 || seen.callback)) {
       const system = prompt.messages[0]?.role === "system" ? prompt.messages[0].content : "";

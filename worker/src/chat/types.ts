@@ -42,6 +42,11 @@ export interface AnswerInput {
   request: ChatRequest;
   messages: ModelMessage[]; // the prompt (buildPrompt)
   passages: Passage[]; // the passages quoted in it
+  /**
+   * Retrieval's passages in their bands (bands.ts), which the answer without a model quotes from
+   * (extractive.ts); left out: `passages`. A chat model reads `passages` only (seed 000's minScore).
+   */
+  banded?: Passage[];
   tools: ToolDefinition[];
   /** Retrieval's calls; the answer's are added, and all of it goes to usage_daily at the end. */
   usage?: UsageMeter;

@@ -9,7 +9,10 @@
  * server-sent events with fetch and a ReadableStream:
  *
  *   delta     the text grows in the answer bubble (inside the aria-live="polite" log);
- *   sources   a "Sources" list of links under the answer;
+ *   sources   a "Sources" list of links under the answer; when every source is only the closest
+ *             match (its `band`, bands.ts: the answer said the site may not cover exactly this),
+ *             the answer is styled apart (class "closest": a dashed amber edge) and the list is
+ *             headed "Closest match, may not answer this exactly";
  *   callback  form true: a short form (name, phone or email, need); submitting it sends
  *             "Please call me back about: <need>" with `visitor` filled in, so the lead is saved;
  *             form false: a note that the details were passed on;
@@ -65,6 +68,7 @@ export const WIDGET_JS = String.raw`(function () {
     ".error{align-self:stretch;background:#fdecea;border:1px solid #f5c2bd;color:#8a1c12}" +
     ".sources{margin:6px 0 0;padding:6px 0 0;border-top:1px solid #e3e6ea;font-size:13px;white-space:normal}" +
     ".sources p{margin:0 0 2px;font-weight:600}.sources ul{margin:0;padding-left:18px}.sources a{color:#1f5fbf}" +
+    ".bot.closest{background:#fffaf0;border:1px dashed #b26a00}.bot.closest .sources p{color:#7a4a00}" +
     ".retry{margin-top:6px;background:#8a1c12;color:#fff;border:0;border-radius:6px;padding:4px 10px;cursor:pointer}" +
     ".form{align-self:stretch;background:#fff;border:1px solid #dde1e6;border-radius:10px;padding:10px;display:flex;flex-direction:column;gap:6px}" +
     ".form label{font-size:13px;font-weight:600}" +
@@ -260,8 +264,10 @@ export const WIDGET_JS = String.raw`(function () {
 
   function showSources(bot, sources) {
     if (!sources.length) return;
+    var closest = sources.every(function (source) { return source.band === "closest"; });
+    if (closest) bot.classList.add("closest");
     var box = el("div", { "class": "sources" });
-    box.appendChild(el("p", null, "Sources"));
+    box.appendChild(el("p", null, closest ? "Closest match, may not answer this exactly" : "Sources"));
     var list = el("ul");
     sources.forEach(function (source) {
       var item = el("li");
