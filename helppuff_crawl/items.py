@@ -25,7 +25,7 @@ PAGE_STATUSES = (
     "failed",  # unreachable, timeout, 5xx after retries, or a processing error
     # not fetched by rule: robots.txt, another site, oversized, browser budget, page limit; or not
     # learned as itself: a redirect to a known page, a duplicate of another page ("duplicate of URL
-    # (canonical link)" or "(same content)", Page.duplicate_of)
+    # (canonical link)": its canonical link, with the content agreeing; "(same content)"; Page.duplicate_of)
     "skipped",
 )
 
@@ -39,14 +39,19 @@ class Page:
     category: str = "other"  # one of web/categories.CATEGORIES
     ticked: bool = True  # learned from (True) or only listed (False)
     tick_reason: str = ""  # why unticked, or why ticked against the default ("include glob ...")
-    source: str = ""  # how it was found: "home", "link", "sitemap", "start", "script" (navigation code)
+    source: str = ""  # how it was found: "home", "link", "sitemap", "start", "script" (navigation code),
+    # "canonical" (named by another page's canonical link)
     status: str = "fetched"  # one of PAGE_STATUSES
-    reason: str = ""  # why blocked/gone/failed/skipped/empty, one line
+    reason: str = ""  # why blocked/gone/failed/skipped/empty, one line; on a learned page, a note (its
+    # canonical link not followed, and why: pipelines/hash.py)
     http_status: int | None = None  # final HTTP status, None when nothing was received
     final_url: str = ""  # URL after redirects ("" when not fetched)
     redirects: list[str] = field(default_factory=list)  # URLs redirected through, in order
-    duplicate_of: str = ""  # the page learned in this one's place (status "skipped"): its canonical link, or
-    # the first page with the same title and Markdown (pipelines/hash.py); "" when none
+    duplicate_of: str = ""  # the page learned in this one's place (status "skipped"): the page its canonical
+    # link names, when the content agrees, or the first page with the same title and Markdown
+    # (pipelines/hash.py); "" when none
+    canonical: str = ""  # the page's canonical link to another page of the site (normalised, spelled as the
+    # crawl knows that page), to be checked against the content (pipelines/hash.py); "" when none, or ignored
     rendered: bool = False  # HTML came from headless Chromium
     html: str = ""  # the fetched HTML (never persisted)
     title: str = ""  # <title> or first H1, whitespace collapsed

@@ -1,13 +1,18 @@
 """HashPipeline's duplicates: the same title and Markdown at two URLs is learned once, the page kept
 is the same from one crawl to the next, and a page that turns into a duplicate loses its passages
-(and gets them back when its content changes again), on a real local knowledge base."""
+(and gets them back when its content changes again), on a real local knowledge base. A canonical link
+is followed only when the content agrees, whichever of the two pages comes first."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from pathlib import Path
 from typing import Any
 
 import pytest_twisted
+from scrapy import signals
+from scrapy.exceptions import DropItem
 
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb.writer import KnownSite
@@ -132,3 +137,129 @@ async def _into_a_duplicate_and_back(tmp_path: Path) -> None:
 @pytest_twisted.inlineCallbacks
 def test_a_page_that_turns_into_a_duplicate_loses_its_passages_and_gets_them_back(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_into_a_duplicate_and_back(tmp_path))
+
+
+# -- canonical links, checked against the content -------------------------------------------------
+
+MENU = "# Menu\n\nSmashed avocado on sourdough – $18.50. Grilled barramundi with chips – $29.00. " * 3
+WELCOME = ("# Welcome\n\nWe are a small salon in the middle of town, open six days a week. Maria colours, Lucia "
+           "cuts, and Ana does nails and brows. Walk-ins are welcome before noon; after that, book online or "
+           "call us. Parking is free behind the bakery next door.")
+
+
+async def _settled(result: Any) -> Page:
+    """What process_item gives: the page, or a coroutine to await for it."""
+    return await result if inspect.isawaitable(result) else result
+
+
+def _named(url: str, markdown: str, canonical: str = A, **kw: Any) -> Page:
+    """A fetched page whose canonical link names `canonical`, as the spider passes it on."""
+    return fetched_page(url, markdown, title=kw.pop("title", "Salon"), category=kw.pop("category", "other"),
+                        canonical=canonical, **kw)
+
+
+def test_a_canonical_link_is_followed_only_when_the_content_agrees() -> None:
+    pipeline, crawler = _pipeline()
+    home = pipeline.process_item(fetched_page(A, WELCOME, title="Salon", category="home"))
+    assert home.status == "fetched"
+    same = pipeline.process_item(_named(f"{A}/?ref=nav", WELCOME))
+    near = pipeline.process_item(_named(f"{A}/home", WELCOME.replace("a week", "every week"), title="Welcome"))
+    menu = pipeline.process_item(_named(f"{A}/menu", MENU, title="Menu"))
+    for page in (same, near):
+        assert (page.status, page.reason, page.duplicate_of) == ("skipped", f"duplicate of {A} (canonical link)", A)
+        assert page.html == ""
+    assert (menu.status, menu.duplicate_of) == ("fetched", "")
+    assert menu.reason == (f"canonical link to {A} not followed: the content differs "
+                           "(0% of this page's text is on that page)")
+    stats = crawler.stats.get_stats()
+    assert stats["helppuff/canonical/honoured"] == 2
+    assert stats["helppuff/canonical/ignored/content_differs"] == 1
+    assert "helppuff/hash/duplicates" not in stats  # none of them by the same-content rule
+    # A page with the menu's text and no canonical link is the menu's duplicate by that rule, as before.
+    copy = pipeline.process_item(fetched_page(f"{A}/menu-copy", MENU, title="Menu"))
+    assert copy.reason == f"duplicate of {A}/menu (same content)"
+
+
+def test_a_canonical_page_that_is_itself_a_duplicate_or_has_no_content() -> None:
+    pipeline, crawler = _pipeline()
+    pipeline.process_item(fetched_page(f"{A}/offers", SALON, title="Salon"))
+    specials = pipeline.process_item(fetched_page(f"{A}/specials", SALON, title="Salon"))
+    assert specials.duplicate_of == f"{A}/offers"
+    # Naming a duplicate, with its text: the duplicate of the page learned with it.
+    printed = pipeline.process_item(_named(f"{A}/specials/print", SALON, canonical=f"{A}/specials"))
+    assert (printed.status, printed.reason) == ("skipped", f"duplicate of {A}/offers (canonical link)")
+    # Naming a page that is gone, or unticked: learned as itself, and why is on its record.
+    pipeline.process_item(Page(url=f"{A}/old", site="acme", status="gone", reason="HTTP 404"))
+    pipeline.process_item(Page(url=f"{A}/terms", site="acme", status="unticked", reason="legal page"))
+    old = pipeline.process_item(_named(f"{A}/older", MENU, canonical=f"{A}/old"))
+    terms = pipeline.process_item(_named(f"{A}/terms-print", OTHER, canonical=f"{A}/terms"))
+    assert (old.status, old.reason) == ("fetched", f"canonical link to {A}/old not followed: that page is gone (HTTP 404)")
+    assert terms.reason == f"canonical link to {A}/terms not followed: that page is unticked (legal page)"
+    assert crawler.stats.get_value("helppuff/canonical/ignored/not_learned") == 2
+
+
+def test_a_page_the_canonical_page_duplicates_is_learned() -> None:
+    # The last crawl learned /a with this text; /b, the canonical page /a names, comes first with it.
+    known = _learned((f"{A}/a", "Salon", "other", SALON))
+    pipeline, _ = _pipeline(known)
+    b = pipeline.process_item(fetched_page(f"{A}/b", SALON, title="Salon", category="other"))
+    assert b.duplicate_of == f"{A}/a"
+    a = pipeline.process_item(_named(f"{A}/a", SALON, canonical=f"{A}/b"))
+    assert (a.status, a.reason, a.duplicate_of) == ("fetched", "", "")
+
+
+async def _canonical_page_later() -> None:
+    pipeline, crawler = _pipeline()
+    # The pages naming the home page come first: they wait for its outcome.
+    waiting = [pipeline.process_item(_named(f"{A}/home", SALON)), pipeline.process_item(_named(f"{A}/menu", MENU))]
+    assert all(inspect.iscoroutine(w) for w in waiting)
+    tasks = [asyncio.ensure_future(w) for w in waiting]
+    await asyncio.sleep(0)
+    assert not any(task.done() for task in tasks)
+    home = pipeline.process_item(fetched_page(A, SALON, title="Salon", category="home"))
+    assert home.status == "fetched"
+    home_copy, menu = await asyncio.gather(*tasks)
+    assert (home_copy.status, home_copy.duplicate_of) == ("skipped", A)
+    assert menu.status == "fetched" and menu.reason.startswith(f"canonical link to {A} not followed")
+    assert crawler.stats.get_value("helppuff/canonical/waited") == 2
+    # A canonical page dropped before it comes here (another pipeline's DropItem) ends the wait too.
+    orphan = asyncio.ensure_future(pipeline.process_item(_named(f"{A}/x", OTHER, canonical=f"{A}/dropped")))
+    await asyncio.sleep(0)
+    crawler.signals.send_catch_log(signals.item_dropped, item=Page(url=f"{A}/dropped", site="acme"),
+                                   response=None, exception=DropItem("sample page only"), spider=None)
+    assert (await orphan).reason == (f"canonical link to {A}/dropped not followed: that page is dropped "
+                                     "(sample page only)")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_page_waits_for_its_canonical_page_when_that_page_comes_later():  # type: ignore[no-untyped-def]
+    yield run_async(_canonical_page_later())
+
+
+async def _targeted() -> None:
+    crawler = component_crawler(HELPPUFF_START_URL=A)
+    rows = {A: {"url": A, "status": "ok", "title": "Salon", "markdown": SALON, "reason": ""}}
+    asked: list[str] = []
+
+    async def stored(url: str) -> dict[str, Any] | None:
+        asked.append(url)
+        return rows.get(url)
+
+    pipeline = HashPipeline(crawler, stored=stored, targeted=lambda: (f"{A}/menu", f"{A}/home", f"{A}/about"))
+    # The home page is not named: what the knowledge base holds of it is compared (read once).
+    home_copy = await _settled(pipeline.process_item(_named(f"{A}/home", SALON)))
+    menu = await _settled(pipeline.process_item(_named(f"{A}/menu", MENU)))
+    assert (home_copy.status, home_copy.reason) == ("skipped", f"duplicate of {A} (canonical link)")
+    assert menu.status == "fetched" and "the content differs" in menu.reason
+    assert asked == [A]
+    # A page named in the crawl is waited for, as in a full crawl.
+    about = asyncio.ensure_future(pipeline.process_item(_named(f"{A}/about-print", WELCOME, canonical=f"{A}/about")))
+    await asyncio.sleep(0)
+    assert not about.done()
+    pipeline.process_item(fetched_page(f"{A}/about", WELCOME, title="Salon"))
+    assert (await about).duplicate_of == f"{A}/about" and asked == [A]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_targeted_crawl_compares_with_the_stored_canonical_page():  # type: ignore[no-untyped-def]
+    yield run_async(_targeted())

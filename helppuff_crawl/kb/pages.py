@@ -99,7 +99,8 @@ def crawled_page_row(page: Page, previous: Mapping[str, Any] | None, status: str
     A failed page (or one blocked by HTTP 429) counts its tries and gets a next retry time from
     `retry_delays` (seconds: +15 min, then +2 h) while tries are left. The Markdown and content hash
     are kept from the last good crawl when the page is not learned this time (KEEP: the stored row's,
-    so `previous` need not carry the Markdown).
+    so `previous` need not carry the Markdown). A learned page's reason is its note, when it has one
+    (its canonical link not followed, and why: pipelines/hash.py), else "".
     """
     retry_count = 0
     next_retry = None
@@ -112,7 +113,7 @@ def crawled_page_row(page: Page, previous: Mapping[str, Any] | None, status: str
     return {
         "site": page.site, "url": page.url, "category": page.category, "ticked": 1 if page.ticked else 0,
         "tick_reason": page.tick_reason, "source": page.source, "status": status,
-        "reason": "" if learned else page.reason, "http_status": page.http_status,
+        "reason": page.reason, "http_status": page.http_status,
         "final_url": page.final_url, "redirects": page.redirects, "rendered": 1 if page.rendered else 0,
         "title": page.title or before.get("title", ""), "description": page.description,
         "markdown": page.markdown if learned else KEEP,

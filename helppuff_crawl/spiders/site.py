@@ -21,18 +21,26 @@ pages: no sitemaps, no home-page links, no script links, no link following; robo
 rules and globs and max_pages apply as in a full crawl. A URL of another site, or one that is no page
 to learn (a file, an account screen), is refused with the reason: logged, counted, listed in the
 stats, and never a page. When none is stored, the pages named are the boilerplate sample, with the
-home page (fetched for the sample only: pipelines/boilerplate.py). A canonical link to another page
-makes the page named its duplicate (the other page is left as it is).
+home page (fetched for the sample only: pipelines/boilerplate.py). A canonical link to a page not
+named is checked against what the knowledge base holds of that page (the page is left as it is).
 
-A page's canonical link (`<link rel="canonical">`) to another page of the site is honoured as a
-redirect is: the page is recorded as that page's duplicate, or, when that page is not known yet, is
-learned under its URL (`_canonical_in_place`). A canonical link to another site, a broken one, or one
-to a URL the site's rules keep out (tick rules, globs, robots.txt) is ignored.
+A page's canonical link (`<link rel="canonical">`) to another page of the site is a hint, not an order:
+a site built from a template can name its home page on every page, the menu and the price list
+included. The spider passes it on with the page (Page.canonical; `_canonical_hint`), and the hash
+pipeline, where both pages' extracted content is known, records the page as that page's duplicate only
+when the content agrees, and otherwise learns it as itself and notes why the link was not followed
+(pipelines/hash.py). So the comparison can be made, a canonical page the crawl does not know yet is
+fetched as a candidate of its own (source "canonical"), and a page is yielded only after the Page of
+the page its canonical link names (spiders/canonical.py). A canonical link to another site, a broken one,
+several that disagree, or one to a URL the site's rules keep out (tick rules, globs, robots.txt) is
+ignored, and so is the home page's own.
 
 Stats: helppuff/discovery/{fetches,candidates,sitemaps,sitemap_urls}, helppuff/discovery/skipped/<why>,
 helppuff/discovery/scripts/{read,unusable}, helppuff/discovery/scripts/{failed,skipped}/<why>,
 helppuff/discovery/dropped/<why>, helppuff/pages/<status>, helppuff/render/{requests,needed},
-helppuff/canonical/honoured, helppuff/canonical/ignored/<why>, helppuff/targeted/{pages,refused,refused_urls}.
+helppuff/canonical/{hints,held_at_close}, helppuff/canonical/ignored/<why> (the hash pipeline adds
+helppuff/canonical/honoured and .../ignored/{content_differs,not_learned}),
+helppuff/targeted/{pages,refused,refused_urls}.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
 from helppuff_crawl.middlewares.guard import OFFSITE, AddressRefused, OffsiteRedirect
+from helppuff_crawl.spiders.canonical import PageOrder
 from helppuff_crawl.web.categories import TickDecision, categorize, decide_tick
 from helppuff_crawl.web.pagecheck import blocked_reason, challenge_reason, is_html, render_reason
 from helppuff_crawl.web.scriptlinks import navigation_urls, page_code, script_sources
@@ -293,6 +302,8 @@ class SiteSpider(scrapy.Spider):
         self._robots: dict[str, Any] = {}
         self._scripts: set[str] = set()  # script files asked for (each once per crawl)
         self._targeted = False  # fetching the pages named only: no discovery, no link following
+        self._order = PageOrder()  # every Page goes out through it: after the page its canonical link names
+        self._first: set[str] = set()  # candidates fetched before the others (`_fetch_first`)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -337,7 +348,8 @@ class SiteSpider(scrapy.Spider):
         named = run.targeted if run is not None else self.args.only  # the store may have made it a full crawl
         if named:
             for result in self._start_targeted(named, run):
-                yield result
+                for out in self._out(result):
+                    yield out
             return
         fetches = 1  # robots.txt: read once by the robots middleware before the home page
         home_request = self._page_request(self.start_url, "start", render=self.config.render_js == "always")
@@ -370,6 +382,7 @@ class SiteSpider(scrapy.Spider):
                 # The home page answered from another URL of the same site (www., a path):
                 # that URL is the home page too, and sitemaps are looked for on its host.
                 self._seen.add(final)
+                self._order.alias(final, self.start_url)
                 home_url = final
 
         candidates: list[tuple[str, str, str]] = []  # (url, source, title hint)
@@ -404,12 +417,14 @@ class SiteSpider(scrapy.Spider):
                 member.sample = len(sample)
             else:
                 member.meta["helppuff_sample"] = len(sample)
-                member.priority = 10
+                self._fetch_first(member)
         self._stat("boilerplate/sample_size", len(sample))
         if home_page is not None:
-            yield home_page
+            for out in self._emit(home_page):
+                yield out
         for result in results:
-            yield result
+            for out in self._out(result):
+                yield out
 
     # --- a targeted crawl: the pages named, nothing else ---------------------------------------
 
@@ -445,7 +460,7 @@ class SiteSpider(scrapy.Spider):
             sample = requests[: self.config.sample_size]
             for request in sample:
                 request.meta["helppuff_sample"] = len(sample)
-                request.priority = 10
+                self._fetch_first(request)
             self._stat("boilerplate/sample_size", len(sample))
         yield from results
 
@@ -554,7 +569,7 @@ class SiteSpider(scrapy.Spider):
         for url in self._script_urls(response, page_url):
             result = self._admit(url, "script", "")
             if result is not None:
-                yield result
+                yield from self._out(result)
 
     def script_failed(self, failure: Failure) -> None:
         self._script_not_read(failure.request.url, failure.value)  # type: ignore[attr-defined]
@@ -622,6 +637,14 @@ class SiteSpider(scrapy.Spider):
         return Request(url, callback=self.parse_page, errback=self.page_failed, meta=meta,
                        dont_filter=True, cb_kwargs={"candidate": url, "source": source})
 
+    def _fetch_first(self, request: Request) -> None:
+        """Fetch the page before the others: a boilerplate sample page (the boilerplate pipeline holds
+        every page until the whole sample is in), or a page that such a page waits for (its canonical
+        page: `_canonical_hint`)."""
+        request.priority = 10
+        request.meta["helppuff_first"] = True
+        self._first.add(request.meta["helppuff_candidate"])
+
     def _wants_render(self, response: Response) -> bool:
         """`render_js: auto` on a fetched page: its main content is thin and its scripts can have built it
         (web/pagecheck.render_reason). The site's repeated blocks are not known yet here (see page_shape)."""
@@ -648,14 +671,15 @@ class SiteSpider(scrapy.Spider):
             page.status, page.reason = "skipped", f"{OFFSITE}: {response.url}"
             page.http_status, page.redirects = response.status, list(response.meta.get("redirect_urls", []))
             self._stat("pages/skipped")
-            yield page
+            yield from self._emit(page)
             return
         if self._wants_render(response):
             request = self._page_request(candidate, source, render=True,
                                          category=response.meta.get("helppuff_category", ""),
                                          tick_reason=response.meta.get("helppuff_tick_reason", ""),
                                          sample=response.meta.get("helppuff_sample", 0))
-            request.priority = 10 if request.meta.get("helppuff_sample") else 0
+            if response.meta.get("helppuff_first"):
+                self._fetch_first(request)
             yield request
             return
         page = self._base_page(candidate, source, response.meta)
@@ -667,9 +691,10 @@ class SiteSpider(scrapy.Spider):
                 page.final_url, page.http_status = response.url, response.status
                 page.redirects = list(response.meta.get("redirect_urls", []))
                 self._stat("pages/skipped")
-                yield page
+                yield from self._emit(page)
                 return
             self._seen.add(final)
+            self._order.alias(final, candidate)
         page.http_status = response.status
         page.final_url = response.url
         page.redirects = list(response.meta.get("redirect_urls", []))
@@ -695,12 +720,13 @@ class SiteSpider(scrapy.Spider):
             else:
                 page.status = "fetched"
                 page.html = html
-        in_place = self._canonical_in_place(page, response) if page.status == "fetched" and source != "start" else None
+        first, wait = self._canonical_hint(page, response) if page.status == "fetched" and source != "start" else ([], "")
         self._stat(f"pages/{page.status}")
-        if in_place is not None:
-            self._stat(f"pages/{in_place.status}")
-            yield in_place
-        yield page
+        yield from first
+        if wait:
+            self._order.hold(page, wait)
+        else:
+            yield from self._emit(page)
         if (follow and not self._targeted and page.status == "fetched" and self.config.follow_links
                 and isinstance(response, HtmlResponse)):
             links = list(self._links(response))
@@ -709,50 +735,99 @@ class SiteSpider(scrapy.Spider):
             for url, source, text in found:
                 result = self._admit(url, source, text)
                 if result is not None:
-                    yield result
+                    yield from self._out(result)
             # A page with few links to the site may be opened from its scripts: read its own script files.
             on_site = {u for u, _ in links if (n := normalize_url(u)) and same_site(n, self.start_url)}
             if len(on_site) < self.config.script_few_links:
                 for script_url in self._scripts_to_fetch(response):
                     yield self._script_request(script_url, response.url)
 
-    def _canonical_in_place(self, page: Page, response: Response) -> Page | None:
-        """Honour the page's canonical link, as a redirect is honoured (parse_page): when it names another
-        page of the site that is already known, the page is recorded as its duplicate (skipped); when that
-        page is not known yet, the page is learned under the canonical URL, and the returned record says
-        that the candidate is its duplicate (so its old passages leave, as an unticked page's do).
+    def _canonical_hint(self, page: Page, response: Response) -> tuple[list[Page | Request], str]:
+        """Pass the page's canonical link on, to be checked against the content (Page.canonical): a
+        canonical link is a hint, and the hash pipeline, where both pages' content is known, decides
+        whether the page is the other's duplicate. Returns what to yield before the page, and the
+        candidate whose Page it must wait for ("" when it may go at once).
+
+        A canonical page the crawl does not know yet is fetched as a candidate of its own (source
+        "canonical"; tick rules, max_pages and robots.txt apply), so its content can be compared; what to
+        yield first is then its request, or its record (over max_pages). A targeted crawl fetches no
+        other page: the hash pipeline compares with what the knowledge base holds of it.
+
+        The hash pipeline can only wait for a page that is on its way, so a page goes after the Page of
+        the page its canonical link names (spiders/canonical.py, `_emit`). A page fetched first (a
+        boilerplate sample page: the boilerplate pipeline holds every page until the whole sample is in)
+        may wait only for a page fetched first too, or the crawl would wait for it: the canonical page
+        it makes the crawl fetch is fetched first. Two cases leave the hint unchecked (the page is
+        learned as itself), each counted: such a page whose canonical page is already on the list, to
+        be fetched in its turn; and a page whose canonical page waits, itself or through others, for
+        this one (a loop).
 
         The home page's own canonical link is not read (source "start", as for redirects): the start URL
         is the site's home page, whatever spelling the page prefers."""
         canonical = self._canonical(response, page.url)
         if not canonical:
-            return None
-        why = f"duplicate of {canonical} (canonical link)"
-        self._stat("canonical/honoured")
-        if canonical in self._seen or self._targeted:
-            # The canonical page is a candidate of this run: it is learned as itself, this page is not.
-            # A targeted crawl leaves every page it was not asked for as it is: this page is its duplicate.
-            page.status, page.reason, page.duplicate_of, page.html = "skipped", why, canonical, ""
-            return None
-        self._seen.add(canonical)
-        in_place = Page(url=page.url, site=page.site, category=page.category, ticked=page.ticked,
-                        tick_reason=page.tick_reason, source=page.source, status="skipped", reason=why,
-                        http_status=page.http_status, final_url=page.final_url, redirects=list(page.redirects),
-                        rendered=page.rendered, fetched_at=page.fetched_at, duplicate_of=canonical)
-        page.url = canonical
-        page.category = categorize(canonical, "")
-        page.tick_reason = self._tick(canonical, page.category).reason
-        return in_place
+            return [], ""
+        canonical = known_spelling(canonical, self._seen)  # www. and the apex, http and https: one page
+        canonical = self._order.page_of(canonical)  # a URL a fetch ended at: that candidate's page
+        if canonical == page.url:
+            return [], ""
+        urgent = bool(response.meta.get("helppuff_first"))  # a page fetched first waits only for such a page
+        first: list[Page | Request] = []
+        if canonical not in self._seen and not self._targeted:
+            admitted = self._admit(canonical, "canonical", "")
+            if admitted is None:  # not a page this crawl records (`_canonical` keeps those out)
+                return [], ""
+            if isinstance(admitted, Page):
+                first.extend(self._emit(admitted))
+            else:
+                if urgent:
+                    self._fetch_first(admitted)
+                first.append(admitted)
+        wait = canonical if canonical in self._seen and not self._order.is_out(canonical) else ""
+        why = ""
+        if wait and urgent and canonical not in self._first:
+            why = "fetched first (the canonical page is fetched later)"
+        elif wait and self._order.waits_for(canonical, page.url):
+            why = "loop (the canonical pages name each other)"
+        if why:
+            self._stat(f"canonical/ignored/{_stat_slug(why)}")
+            logger.debug("Canonical link of %s to %s not checked: %s", page.url, canonical, why, extra={"spider": self})
+            return first, ""
+        page.canonical = canonical
+        self._stat("canonical/hints")
+        return first, wait
+
+    def _emit(self, page: Page) -> Iterator[Page]:
+        """Yield the page, then the pages held back until it is out. Every Page the spider yields goes
+        through here."""
+        return self._order.emit(page)
+
+    def _out(self, result: Page | Request) -> Iterator[Page | Request]:
+        """A result of `_admit` to yield: a request as it is, a Page through `_emit`."""
+        if isinstance(result, Page):
+            yield from self._emit(result)
+        else:
+            yield result
+
+    def closed(self, reason: str) -> None:
+        """Pages still held back when the crawl ends (it was stopped before the pages their canonical
+        links name came back) are not recorded by this run: counted and logged."""
+        held = self._order.held()
+        if held:
+            self._stat("canonical/held_at_close", held)
+            logger.warning("%d pages not recorded: the crawl ended (%s) before the pages their canonical links "
+                           "name", held, reason, extra={"spider": self})
 
     def _canonical(self, response: Response, candidate: str) -> str:
-        """The page's canonical URL when it is to be honoured, else "" (and why, in the log and a stat).
+        """The page's canonical URL when it is worth checking against the content, else "" (and why, in
+        the log and a stat).
 
         Ignored: no link; several links naming different URLs (no single choice, as search engines
         ignore them); one that is not a web address; one naming the page itself (its candidate or final
         URL); one on another site. The canonical URL must also be a page this crawl would learn: a file
         or account screen, a page the tick rules leave out (legal, archive, exclude globs; include globs
-        force it in) or one robots.txt disallows is ignored too, since honouring it would learn the text
-        under a URL the site's rules keep out, or drop a page that the rules let in."""
+        force it in) or one robots.txt disallows is ignored too, since following it would fetch a URL
+        the site's rules keep out, or drop a page that the rules let in."""
         if not isinstance(response, HtmlResponse):
             return ""
         hrefs = [link.attrib.get("href", "") for link in response.xpath("//link[@rel and @href]")
@@ -829,5 +904,5 @@ class SiteSpider(scrapy.Spider):
     def page_failed(self, failure: Failure) -> Iterator[Page]:
         request = failure.request  # type: ignore[attr-defined]
         meta = request.meta
-        yield self._failure_page(meta.get("helppuff_candidate", request.url), meta.get("helppuff_source", ""),
-                                 failure, meta)
+        yield from self._emit(self._failure_page(meta.get("helppuff_candidate", request.url),
+                                                 meta.get("helppuff_source", ""), failure, meta))
