@@ -39,7 +39,9 @@ def test_rag_set_http_stores_the_retriever_in_the_settings_and_keeps_the_rest(tm
     done = run_helppuff(tmp_path, "rag", "set", "http", "--site", "acme", "--url", "https://search.example.com/query",
                         "--token-env", "SEARCH_TOKEN", "--timeout-ms", "2500")
     assert done.returncode == 0, done.stderr
-    assert "helppuff secret set SEARCH_TOKEN" in done.stdout
+    assert done.stdout.splitlines() == [  # the secret is not set, and no serve runs to restart
+        "acme: the chat's passages come from https://search.example.com/query (POST, Authorization: Bearer $SEARCH_TOKEN)",
+        "Set the token as the Worker secret SEARCH_TOKEN: helppuff secret set SEARCH_TOKEN (reads stdin)"]
     assert _stored(tmp_path) == {**kept, "knowledge": {"retrieval": {
         "type": "http", "url": "https://search.example.com/query", "tokenEnv": "SEARCH_TOKEN", "timeoutMs": 2500}}}
 
@@ -53,6 +55,33 @@ def test_rag_set_http_stores_the_retriever_in_the_settings_and_keeps_the_rest(tm
     back = run_helppuff(tmp_path, "rag", "set", "helppuff", "--site", "acme")
     assert back.returncode == 0, back.stderr
     assert _stored(tmp_path) == {**kept, "knowledge": {"retrieval": {"type": "helppuff"}}}
+
+
+def test_rag_set_http_says_whether_the_token_secret_is_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
+
+    monkeypatch.delenv("SEARCH_TOKEN", raising=False)
+    kb = tmp_path / "kb"
+    args = ("rag", "set", "http", "--site", "acme", "--url", "https://search.example.com/query",
+            "--token-env", "SEARCH_TOKEN")
+    assert run_helppuff(tmp_path, "secret", "set", "SEARCH_TOKEN", stdin=TOKEN).returncode == 0
+    # A serve that ran here and stopped left its entry: this process is alive, but nothing answers on its port.
+    DeployState(kb).record_worker(LOCAL_ACCOUNT, {"url": f"http://127.0.0.1:{free_port()}", "by": "helppuff serve",
+                                                  "pid": os.getpid(), "secrets": []})
+    done = run_helppuff(tmp_path, *args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        f"The Worker secret SEARCH_TOKEN is set already (kept for helppuff serve in {kb / 'worker-secrets.env'})"]
+    assert TOKEN not in done.stdout + done.stderr
+
+    # Set in this environment only: serve passes it from its own environment when a site names it.
+    env = {**os.environ, "HELPPUFF_DATA_DIR": str(tmp_path / "other"), "CLOUDFLARE_API_TOKEN": "",
+           "CLOUDFLARE_ACCOUNT_ID": "", "SEARCH_TOKEN": TOKEN}
+    shown = subprocess.run([HELPPUFF, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[1:] == [
+        "The Worker secret SEARCH_TOKEN is set in this environment: helppuff serve passes it when it starts "
+        "with it there (to keep it for serve: helppuff secret set SEARCH_TOKEN)"]
 
 
 def test_secret_set_keeps_the_value_for_serve_only(tmp_path: Path) -> None:

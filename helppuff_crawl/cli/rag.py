@@ -10,7 +10,9 @@
 Worker reads on every request: helppuff_crawl/kb/site_settings.py), keeping the rest of them, after
 checking the whole against helppuff.json's schema. It stores the token's *name* only: the token is
 the Worker secret NAME (`helppuff secret set NAME`). The Worker then POSTs {query, question, siteId,
-limit} to URL with `Authorization: Bearer <NAME>` (worker/src/rag.ts).
+limit} to URL with `Authorization: Bearer <NAME>` (worker/src/rag.ts). After storing, `rag set http`
+says whether that secret is set, and, when `helppuff serve` is running without it, that serve must be
+restarted to pass it (serve gives the Worker the secrets it finds when it starts).
 
 A module retriever (knowledge.retrieval "custom", seed 001 "In TypeScript") is made with `helppuff scaffold
 rag --use` (helppuff_crawl/cli/scaffold.py) and bundled into the Worker at deploy and serve.
@@ -116,7 +118,48 @@ def run(args: argparse.Namespace) -> int:
     retrieval = {"type": "http", "url": args.url, "tokenEnv": args.token_env}
     if args.timeout_ms is not None:
         retrieval["timeoutMs"] = args.timeout_ms
-    asyncio.run(_set(project_settings(), args.site, retrieval))
+    settings = project_settings()
+    asyncio.run(_set(settings, args.site, retrieval))
     print(f"{args.site}: the chat's passages come from {args.url} (POST, Authorization: Bearer ${args.token_env})")
-    print(f"Set the token as the Worker secret {args.token_env}: helppuff secret set {args.token_env} (reads stdin)")
+    for line in token_lines(settings, args.token_env, args.url):
+        print(line)
     return 0
+
+
+def token_lines(settings: Any, name: str, url: str) -> list[str]:
+    """Whether the token secret `name` is set, and whether a running `helppuff serve` has it.
+
+    On Cloudflare the deployed Worker's secrets are not read back, so the line says how to set it. On
+    the local cloud the secret is set when `helppuff secret set` stored it for serve, or when it is in
+    this environment (serve passes a secret a site names from its own environment); and a serve already
+    running passes only the secrets it found when it started (helppuff_crawl/local/serve_secrets.py), so
+    without this one the chat would say "not sure" until it is restarted.
+    """
+    from helppuff_crawl.kb.database import BackendConfig
+    from helppuff_crawl.local.devserver import LOCAL_SECRETS_FILE, local_secrets
+    from helppuff_crawl.local.serve_secrets import running_serve
+
+    ask = f"Set the token as the Worker secret {name}: helppuff secret set {name} (reads stdin)"
+    backend = BackendConfig.from_settings(settings)
+    if backend.remote:
+        return [ask]
+    stored = bool(local_secrets(backend.data_dir, environ={}).get(name))
+    in_env = bool(os.environ.get(name))
+    if stored:
+        lines = [f"The Worker secret {name} is set already (kept for helppuff serve in "
+                 f"{backend.data_dir / LOCAL_SECRETS_FILE})"]
+    elif in_env:
+        lines = [f"The Worker secret {name} is set in this environment: helppuff serve passes it when it starts "
+                 f"with it there (to keep it for serve: helppuff secret set {name})"]
+    else:
+        lines = [ask]
+    serve = running_serve(backend.data_dir)
+    if serve is None:
+        return lines
+    if serve.secrets is not None and name in serve.secrets:
+        lines.append(f"helppuff serve ({serve.url}) passes {name} already: the chat asks {url} from now on")
+    else:
+        then = "restart it" if stored or in_env else f"helppuff secret set {name}, then restart it"
+        lines.append(f"helppuff serve is running ({serve.url}) and passes only the secrets it found when it "
+                     f"started: {then} to pass {name}")
+    return lines

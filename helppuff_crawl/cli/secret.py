@@ -6,8 +6,9 @@ On Cloudflare (CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID set) the value goe
 with `wrangler secret put NAME` (helppuff_crawl/deploy/worker.py), using the config `helppuff deploy`
 recorded in the state file; run `helppuff deploy` first. On the local cloud it is kept for `helppuff
 serve` in `<data dir>/worker-secrets.env` (readable by this user only), which serve writes into the
-Worker's dev env file (helppuff_crawl/local/devserver.py; a variable of the same name in serve's
-environment wins). The value is never printed, and never stored in the site's settings.
+Worker's dev env file when it starts (helppuff_crawl/local/devserver.py; a variable of the same name
+in serve's environment wins), so while a serve runs the line says to restart it. The value is never
+printed, and never stored in the site's settings.
 
 The value is stdin's text without its final line break; it must be one non-empty line. Exit status: 0
 stored, 1 when wrangler failed, 2 for bad input.
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         check_secret,
         store_local_secret,
     )
+    from helppuff_crawl.local.serve_secrets import running_serve
 
     value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
     try:
@@ -47,7 +49,13 @@ def run(args: argparse.Namespace) -> int:
     backend = BackendConfig.from_settings(project_settings())
     if not backend.remote:
         path = store_local_secret(backend.data_dir, args.name, value)
-        print(f"{args.name}: stored in {path} for `helppuff serve` (restart it to pass the new value)")
+        serve = running_serve(backend.data_dir)
+        if serve is None:
+            print(f"{args.name}: stored in {path} for `helppuff serve`, which passes it when it starts")
+            return 0
+        what = "the new value" if serve.secrets and args.name in serve.secrets else args.name
+        print(f"{args.name}: stored in {path} for `helppuff serve`; it is running ({serve.url}) and passes only "
+              f"the secrets it found when it started: restart it to pass {what}")
         return 0
     config = (backend.state.account(backend.account).get("worker") or {}).get("config")
     if not config:

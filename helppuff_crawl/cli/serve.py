@@ -6,7 +6,8 @@ runs until Ctrl-C (or SIGTERM), then stops both. The Worker reads the same SQLit
 index the crawl wrote. Models the local cloud lacks (the reranker) degrade the answer to fused
 order, and each answer says so in `degraded`. Chat answers come from an OpenAI-compatible server
 (llama-server, Ollama) when `--chat-url` or HELPPUFF_LOCAL_CHAT_URL names one, and are extractive
-otherwise.
+otherwise. A site whose retriever (knowledge.retrieval) names a Worker secret serve did not find when it
+started gets a line saying so and how to set it (helppuff_crawl/local/serve_secrets.py).
 
 Exit status: 0 after Ctrl-C, 1 when it could not start or wrangler stopped on its own, 2 for bad input.
 """
@@ -101,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
             print("Chat model   none: extractive answers (--chat-url URL for an OpenAI-compatible server)")
         for site in sites:
             print(f"Site         {site['site']}: {site['chunks']} chunks, {site['model'] or 'no vectors'}")
+        for notice in dev.notices:  # a retriever whose secret the Worker lacks: the chat would say "not sure"
+            print(f"Warning      {notice}")
         example = sites[0]["site"] if sites else "SITE"
         url = "" if options.port == 8787 else f" --url {dev.worker_url}"
         print(f'Try          helppuff search "how much is a call-out?" --site {example}{url}')

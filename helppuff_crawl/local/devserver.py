@@ -27,7 +27,10 @@ gemini and anthropic generate with them), and the secrets `helppuff secret set` 
 folder (`<data dir>/worker-secrets.env`, e.g. a custom retriever's token; a variable of the same name
 in serve's environment wins, and a secret a site's retriever names is passed from serve's environment
 when set there), and the Worker's URL is recorded in the state file
-(the local account's "worker" entry), where `helppuff status` finds it. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
+(the local account's "worker" entry), where `helppuff status` finds it, with serve's pid and the names
+of the secrets passed (helppuff_crawl/local/serve_secrets.py: `helppuff rag set` and `helppuff secret
+set` read them to say when serve must be restarted). The Worker reads its secrets from that file only:
+`notices` has a line for each site whose retriever names a secret it does not get, which serve prints. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
 that OpenAI-compatible server (helppuff_crawl.local.chat); without it the Worker's answers are
 extractive. Nothing else leaves the machine: wrangler runs with CLOUDFLARE_CF_FETCH_ENABLED=false,
 WRANGLER_SEND_METRICS=false, WRANGLER_SEND_ERROR_REPORTS=false, WRANGLER_HIDE_BANNER=true (the
@@ -65,6 +68,7 @@ from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.deploy.entry import write_entry
 from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
 from helppuff_crawl.kb.crawl_queue import consumer_settings
+from helppuff_crawl.local.serve_secrets import serve_record, unset_secret_notices, worker_answers
 
 if TYPE_CHECKING:
     from helppuff_crawl.local.chat import ChatServerConfig
@@ -320,6 +324,8 @@ class DevServer:
         self.cloud_url = ""  # the local cloud's API base, http://127.0.0.1:PORT/client/v4
         self.token = ""
         self.process: subprocess.Popen[str] | None = None
+        # Set by start(): one line per site whose retriever names a secret the Worker is not given.
+        self.notices: list[str] = []
         self._server: LocalCloudServer | None = None
         self._tmp: Path | None = None
         self._reader: threading.Thread | None = None
@@ -379,18 +385,23 @@ class DevServer:
         self._tmp = Path(tempfile.mkdtemp(prefix="helppuff-serve-"))
         env_file = self._tmp / "local-cloud.env"
         env_file.touch(mode=0o600)
+        secret_text = secret_lines(self.options.retell_api_key, self.options.provider_vars,
+                                   {**named_secrets(rows), **local_secrets(self.options.data_dir)})
         env_file.write_text(
             f"HELPPUFF_LOCAL_CLOUD_URL={self.cloud_url.removesuffix('/client/v4')}\n"
             f"HELPPUFF_LOCAL_CLOUD_TOKEN={self.token}\n"
             f"HELPPUFF_D1_DATABASE_ID={self.database_id}\n"
             f"HELPPUFF_QUEUE_ID={self.queue_id}\n"
             f"HELPPUFF_VECTORIZE_INDEX={self.options.index}\n"
-            + secret_lines(self.options.retell_api_key, self.options.provider_vars,
-                           {**named_secrets(rows), **local_secrets(self.options.data_dir)}),
+            + secret_text,
             encoding="utf-8",
         )
-        # Where the Worker answers, for `helppuff status` (the Retell function's URL) while none is deployed.
-        DeployState(self.options.data_dir).record_worker(LOCAL_ACCOUNT, {"url": self.worker_url, "by": "helppuff serve"})
+        # The Worker reads its secrets once, from that file: a retriever naming one not in it cannot search.
+        passed = [line.split("=", 1)[0] for line in secret_text.splitlines()]
+        self.notices = unset_secret_notices(rows, passed)
+        # Where the Worker answers, for `helppuff status` (the Retell function's URL) while none is deployed,
+        # and which secrets it has, for `helppuff rag set` and `helppuff secret set` (serve_secrets.py).
+        DeployState(self.options.data_dir).record_worker(LOCAL_ACCOUNT, serve_record(self.worker_url, passed))
         command = wrangler_command(tool, self.options, env_file, self._tmp / "state", entry.path)
         logger.info("Starting %s", " ".join(command))
         self.process = subprocess.Popen(
@@ -456,16 +467,7 @@ class DevServer:
 
     def _answers(self, client: httpx.Client) -> bool:
         """True when our Worker answers (its JSON 404 for an unknown path)."""
-        try:
-            reply = client.get(f"{self.worker_url}/__helppuff/ready")
-        except httpx.TransportError:
-            return False
-        if reply.status_code != 404 or "json" not in reply.headers.get("content-type", ""):
-            return False
-        try:
-            return "error" in reply.json()
-        except ValueError:
-            return False
+        return worker_answers(client, self.worker_url)
 
     def _join_reader(self) -> None:
         if self._reader is not None:
