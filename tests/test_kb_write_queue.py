@@ -1,4 +1,6 @@
-"""PageWriteQueue: page writes gathered across pages, sent together, each page told its own outcome."""
+"""PageWriteQueue: page writes gathered across pages, sent together, each page told its own outcome.
+
+The batching's concurrency (linger, one send at a time, flush) is tested once, in tests/test_batching.py."""
 
 from __future__ import annotations
 
@@ -45,24 +47,6 @@ def test_pages_go_in_sends_of_max_pages(tmp_path):  # type: ignore[no-untyped-de
     assert result["sends"] == [["/p0", "/p1", "/p2"], ["/p3", "/p4", "/p5"]] and result["count"] == 2
 
 
-async def _linger() -> dict[str, Any]:
-    writer = _RecordingWriter()
-    queue = PageWriteQueue(writer, "acme", None, max_pages=20, linger=0.05)  # type: ignore[arg-type]
-    first = asyncio.ensure_future(queue.write(_page("/a")))
-    await asyncio.sleep(0.01)
-    second = asyncio.ensure_future(queue.write(_page("/b")))  # restarts the quiet period
-    await asyncio.sleep(0.02)
-    before = list(writer.sends)
-    await asyncio.gather(first, second)
-    return {"before": before, "sends": writer.sends}
-
-
-@pytest_twisted.inlineCallbacks
-def test_a_partial_send_goes_once_no_page_came_for_the_linger(tmp_path):  # type: ignore[no-untyped-def]
-    result = yield run_async(_linger())
-    assert result["before"] == [] and result["sends"] == [["/a", "/b"]]
-
-
 async def _one_bad_page() -> dict[str, Any]:
     writer = _RecordingWriter(bad={"/b"})
     queue = PageWriteQueue(writer, "acme", None, max_pages=3, linger=30.0)  # type: ignore[arg-type]
@@ -77,23 +61,6 @@ def test_a_bad_page_fails_alone_and_the_others_are_written(tmp_path):  # type: i
     assert a is None and c is None
     assert isinstance(b, RuntimeError) and "/b" in str(b)
     assert result["sends"] == [["/a", "/b", "/c"], ["/a"], ["/b"], ["/c"]]  # together, then one by one
-
-
-async def _flush() -> dict[str, Any]:
-    writer = _RecordingWriter()
-    queue = PageWriteQueue(writer, "acme", None, max_pages=20, linger=30.0)  # type: ignore[arg-type]
-    waiting = asyncio.ensure_future(queue.write(_page("/a")))
-    await asyncio.sleep(0)
-    await queue.flush()
-    await waiting
-    await queue.write(_page("/late"))  # after a flush: at once
-    return {"sends": writer.sends}
-
-
-@pytest_twisted.inlineCallbacks
-def test_flush_sends_what_is_queued_and_later_writes_go_at_once(tmp_path):  # type: ignore[no-untyped-def]
-    result = yield run_async(_flush())
-    assert result["sends"] == [["/a"], ["/late"]]
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [({"max_pages": 0, "linger": 1.0}, "max_pages"),

@@ -16,18 +16,17 @@ costs the same per text as a batch of 32 and gives the same vectors). A remote m
 requests within an account's rate limit, so there a partial batch lingers.
 
 A failed call fails the futures of its texts with the error (after the client's own retries), so
-each page that waits on them fails with the reason, and the others carry on.
+each page that waits on them fails with the reason, and the others carry on. The batching itself
+(linger, slots, flush) is helppuff_crawl/batching.py's, shared with the page write queue.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Sequence
 
+from helppuff_crawl.batching import LingerBatcher
 from helppuff_crawl.embed.models import EmbedFn
-
-logger = logging.getLogger(__name__)
 
 
 class EmbeddingBatcher:
@@ -35,99 +34,32 @@ class EmbeddingBatcher:
                  on_batch: Callable[[list[str]], None] | None = None, send_when_idle: bool = False) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
-        if linger <= 0:
-            raise ValueError(f"linger must be > 0 seconds, got {linger}")
         self._embed = embed
-        self.batch_size = batch_size
-        self.linger = linger
-        self._max_in_flight = max_in_flight
-        self._slots = asyncio.Semaphore(max_in_flight)
-        self._queue: list[tuple[str, asyncio.Future[list[float]]]] = []
-        self._tasks: set[asyncio.Task[None]] = set()
         self._on_batch = on_batch
-        self._send_when_idle = send_when_idle
-        self._draining = False
-        self._timer: asyncio.TimerHandle | None = None
-        self._overdue = False  # the queue went quiet while every slot was busy
-        self._in_flight = 0
         self.batches = 0
+        self._batcher: LingerBatcher[str, list[float]] = LingerBatcher(
+            self._send, batch_size, linger, max_in_flight=max_in_flight, send_when_idle=send_when_idle)
+
+    @property
+    def batch_size(self) -> int:
+        return self._batcher.size
+
+    @property
+    def linger(self) -> float:
+        return self._batcher.linger
 
     def submit(self, texts: Sequence[str]) -> list[asyncio.Future[list[float]]]:
-        loop = asyncio.get_running_loop()
-        futures = [loop.create_future() for _ in texts]
-        self._queue.extend(zip(texts, futures, strict=True))
-        while len(self._queue) >= self.batch_size or (self._draining and self._queue):
-            self._send_next()
-        if self._idle():
-            self._send_next()
-        self._restart_timer(loop)
-        return futures
-
-    def _restart_timer(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._queue:
-            self._timer = loop.call_later(self.linger, self._quiet)
-
-    def _quiet(self) -> None:
-        """No text for `linger` seconds: send the partial batch now, or as soon as a slot frees."""
-        self._timer = None
-        if not self._queue:
-            return
-        if self._in_flight >= self._max_in_flight:
-            self._overdue = True
-            return
-        self._send_next()
-
-    def _idle(self) -> bool:
-        """Texts wait, and no call is in flight to fill a batch behind (send_when_idle only)."""
-        return self._send_when_idle and self._in_flight == 0 and bool(self._queue)
-
-    def _send_next(self) -> None:
-        batch = self._queue[: self.batch_size]
-        del self._queue[: self.batch_size]
-        self._in_flight += 1
-        task = asyncio.ensure_future(self._run(batch))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _run(self, batch: list[tuple[str, asyncio.Future[list[float]]]]) -> None:
-        texts = [text for text, _ in batch]
-        try:
-            async with self._slots:
-                try:
-                    vectors = await self._embed(texts)
-                    if len(vectors) != len(texts):
-                        raise ValueError(f"{len(texts)} texts gave {len(vectors)} vectors")
-                except Exception as exc:  # handed to every page waiting on this batch
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                    return
-            self.batches += 1
-            if self._on_batch is not None:
-                self._on_batch(texts)
-            for (_, future), vector in zip(batch, vectors, strict=True):
-                if not future.done():
-                    future.set_result(vector)
-        finally:
-            self._in_flight -= 1
-            if self._overdue and self._queue:
-                self._overdue = False
-                self._send_next()
-            elif self._idle():
-                self._send_next()
+        return self._batcher.submit(texts)
 
     async def flush(self) -> None:
         """Send the partial batch, then wait until every call is answered; later texts go at once."""
-        self._draining = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        while self._queue:
-            self._send_next()
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._batcher.flush()
+
+    async def _send(self, texts: list[str]) -> list[list[float]]:
+        vectors = await self._embed(texts)
+        if len(vectors) != len(texts):
+            raise ValueError(f"{len(texts)} texts gave {len(vectors)} vectors")
+        self.batches += 1
+        if self._on_batch is not None:
+            self._on_batch(texts)
+        return vectors
