@@ -22,6 +22,18 @@ HELPPUFF = str(Path(sys.executable).parent / "helppuff")
 READY_ATTEMPTS = 480  # each waits up to 0.5 s on the serve process itself
 
 
+def stop_group(process: subprocess.Popen, grace: float) -> None:
+    """Stop a process started in a session of its own, and its children: SIGTERM, then SIGKILL after `grace` s."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def skip_without_toolchain() -> None:
     """Skip the test, with the reason, when the Worker's toolchain (Node 22, wrangler) is not installed."""
     from helppuff_crawl.local.devserver import DevServerError, find_toolchain
@@ -108,10 +120,4 @@ def serving(data_dir: Path, env: dict[str, str], logs_dir: Path, port: int) -> I
             pytest.fail(f"helppuff serve was not ready after {READY_ATTEMPTS} polls\n{served.logs()}")
         yield served
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_group(process, 60)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest_twisted
 
 from helppuff_crawl.kb.facts import set_owner_fact
+from helppuff_crawl.kb.page_facts import DEFAULT_MODEL
 from helppuff_crawl.text.facts import DAYS
 from tests.conftest import (
     local_kb,
@@ -18,6 +19,7 @@ from tests.conftest import (
     run_async,
     run_helppuff,
 )
+from tests.devloop import free_port
 
 FOOTER_HOURS = {day: [["08:00", "17:30"]] if day in DAYS[:5] else [["09:00", "12:00"]] if day == "Saturday" else []
                 for day in DAYS}
@@ -73,4 +75,13 @@ def test_a_crawl_fills_the_footer_hours_and_keeps_the_owners_email(serve_site, t
     assert text.returncode == 0, text.stderr
     assert "with the rule-based reader" in text.stdout and "missing: nothing" in text.stdout
     assert "dry run: nothing kept" in text.stdout
+    # A chat model named but not answering (nothing listens on the port): the rules read the pages,
+    # and the report says the model failed, not that there is none.
+    port = free_port()
+    failed = run_helppuff(tmp_path, "knowledge", "facts", "detect", "--site", "bayside", "--dry-run",
+                          "-s", f"HELPPUFF_LOCAL_CHAT_URL=http://127.0.0.1:{port}/v1")
+    assert failed.returncode == 0, failed.stderr
+    assert (f"with the rule-based reader (the chat model {DEFAULT_MODEL} failed: see the note)"
+            in failed.stdout), failed.stdout
+    assert f"note: the model {DEFAULT_MODEL} failed (AIError: Local chat server http://127.0.0.1:{port}" in failed.stdout
     assert _facts(tmp_path) == facts

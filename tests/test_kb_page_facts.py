@@ -206,6 +206,28 @@ def test_a_model_answer_that_is_not_json_leaves_it_to_the_rules(tmp_path: Path):
         server.close()
 
 
+async def _wrong_shape(tmp_path: Path, server: FakeChatServer) -> None:
+    kb = local_kb(tmp_path)
+    await _seed(kb, owner_hours=False)
+    found = await detect(kb, "bayside", PageFactsConfig(server.url), dry_run=True)
+    assert found.reader == "rules" and len(server.requests) == 1
+    assert found.notes and "none of the fields asked for" in found.notes[0] and "rule-based reader" in found.notes[0]
+    assert {c.key for c in found.kept} == {"email", "hours", "address"}  # the rules read the same pages
+    await kb.close()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_json_answer_with_none_of_the_fields_asked_for_leaves_it_to_the_rules(tmp_path: Path):  # type: ignore[no-untyped-def]
+    # What SmolLM2-135M answered through llama-server (tests/test_dev_loop_real_model.py): JSON, but
+    # not the object asked for. Taken as "the pages write nothing", it kept the rules from reading them.
+    answer = '```json\n{"type": "json", "data": {"name": "Bayside Bike Repairs", "tags": ["bikes"]}}\n```'
+    server = FakeChatServer([(200, _completion(answer))])
+    try:
+        yield run_async(_wrong_shape(tmp_path, server))
+    finally:
+        server.close()
+
+
 async def _workers_ai(fake: FakeCloudflare) -> str:
     client = CloudflareClient(HttpTransport("token", fake.url), "acc")
     try:

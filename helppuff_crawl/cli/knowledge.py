@@ -314,8 +314,12 @@ async def detect_facts(settings: Any, site: str, dry_run: bool) -> tuple[Any, in
 
 
 def _print_detection(found: Any, chunks: int, dry_run: bool) -> None:
-    reader = "a chat model, " + found.reader.removeprefix("model ") if found.reader != "rules" else \
-        "the rule-based reader (no chat model: HELPPUFF_LOCAL_CHAT_URL names one)"
+    if found.reader != "rules":
+        reader = "a chat model, " + found.reader.removeprefix("model ")
+    elif found.model:
+        reader = f"the rule-based reader (the chat model {found.model} failed: see the note)"
+    else:
+        reader = "the rule-based reader (no chat model: HELPPUFF_LOCAL_CHAT_URL names one)"
     print(f"{found.site}: read {len(found.pages)} page{'s' if len(found.pages) != 1 else ''} with {reader}")
     for url in found.pages:
         print(f"  {url}")

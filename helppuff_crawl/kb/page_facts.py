@@ -9,8 +9,10 @@ number and opening hours, as ../shared/data/sites/mr-tu-bakery's location.html d
   @cf/zai-org/glm-4.7-flash) on Workers AI through the client's `ai_run` when the knowledge base is on
   Cloudflare; on the local cloud, the OpenAI-compatible server HELPPUFF_LOCAL_CHAT_URL names
   (local/chat.py's OpenAIChat, HELPPUFF_LOCAL_CHAT_MODEL). One call per site, with the pages' text,
-  told to give only what is written there, as one JSON object. A model that fails or answers
-  something that is not JSON is noted, and the rule-based reader reads the pages instead;
+  told to give only what is written there, as one JSON object. A model that fails, or answers
+  something that is not that object (not JSON, or an object with none of its fields, as a small
+  model may write; "{}" says the pages write none), is noted, and the rule-based reader reads the
+  pages instead;
 - without one (the local default), text/page_facts.read_rules: hours lines, phone and email patterns.
 
 Either way every candidate is checked against the page text (text/page_facts.check: an invented
@@ -169,6 +171,7 @@ class Detection:
 
     site: str
     reader: str = "rules"  # "rules", or "model <id>"
+    model: str = ""  # the chat model asked ("" for none): with reader "rules", it failed (notes say how)
     pages: list[str] = field(default_factory=list)  # URLs read
     gaps: list[str] = field(default_factory=list)  # keys no stored or structured fact covers
     kept: list[Candidate] = field(default_factory=list)  # passed the checks and filled a gap
@@ -178,8 +181,8 @@ class Detection:
     stored: bool = False  # what was kept is stored (not a dry run, something kept)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"site": self.site, "reader": self.reader, "pages": self.pages, "gaps": self.gaps,
-                "found": [c.as_dict() for c in [*self.kept, *self.known, *self.dropped]],
+        return {"site": self.site, "reader": self.reader, "model": self.model, "pages": self.pages,
+                "gaps": self.gaps, "found": [c.as_dict() for c in [*self.kept, *self.known, *self.dropped]],
                 "kept": [c.as_dict() for c in self.kept], "known": [c.as_dict() for c in self.known],
                 "dropped": [c.as_dict() for c in self.dropped], "notes": self.notes, "stored": self.stored}
 
@@ -249,7 +252,8 @@ def model_messages(pages: Sequence[PageText]) -> list[dict[str, str]]:
 
 def model_candidates(answer: str, reader: str) -> list[Candidate]:
     """The candidates in a model's answer (one JSON object; reasoning and code fences around it are
-    ignored); ValueError when there is no JSON object."""
+    ignored); ValueError when there is no JSON object, or one that holds none of the fields asked for
+    (an empty one says the pages write none)."""
     text = re.sub(r"(?s)<think>.*?</think>", "", answer)
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:
@@ -260,6 +264,9 @@ def model_candidates(answer: str, reader: str) -> list[Candidate]:
         raise ValueError(f"the model's answer is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ValueError("the model's answer is not a JSON object")
+    if data and not data.keys() & set(FACT_KEYS):
+        raise ValueError(f"the model's answer has none of the fields asked for ({', '.join(FACT_KEYS)}), "
+                         f"only {', '.join(sorted(map(str, data))[:5])}")
     found = []
     for key in FACT_KEYS:
         value = data.get(key)
@@ -274,6 +281,7 @@ async def read(pages: Sequence[PageText], chat: ChatModel | None, regions: Seque
                detection: Detection) -> list[Candidate]:
     """The candidates the pages give: the chat model's, or the rule-based reader's without one (or when it fails)."""
     if chat is not None:
+        detection.model = chat.name
         try:
             answer = await chat.complete(model_messages(pages))
             detection.reader = f"model {chat.name}"
