@@ -15,7 +15,7 @@
    with its page's status (a crawl miss, or a wrong path in the set). Paths are compared without a
    trailing slash ("/" stays "/"), as the crawler writes URLs. A model the local cloud does not
    have is one line and exit status 2, before anything is crawled.
-3. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.local.devserver: the local cloud and
+3. Runs the Worker on it as `helppuff serve` does (helppuff_crawl.devloop.server: the local cloud and
    `wrangler dev` in workerd, the dev shims reading the crawl's SQLite file and vector index; the
    Worker embeds each question with the model the crawl recorded for the site).
 4. Asks every question three times through POST /v1/sites/<site>/search (the site's settings
@@ -83,11 +83,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
-from helppuff_crawl.config.contract import models as contract_models
+from helppuff_crawl.schema.contract import models as contract_models
 from helppuff_crawl.embed.models import EMBEDDING_MODELS, input_form
 from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.cloud import LOCAL_ACCOUNT_ID
-from helppuff_crawl.local.devserver import DevOptions, DevServer, port_is_free
+from helppuff_crawl.devloop.server import DevOptions, DevServer, port_is_free
 from tests.realsites import REAL_SITES, real_site_server, shared_sites_dir
 from tests.sitesserver import SiteServer
 

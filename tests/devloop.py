@@ -36,7 +36,7 @@ def stop_group(process: subprocess.Popen, grace: float) -> None:
 
 def skip_without_toolchain() -> None:
     """Skip the test, with the reason, when the Worker's toolchain (Node 22, wrangler) is not installed."""
-    from helppuff_crawl.local.devserver import DevServerError, find_toolchain
+    from helppuff_crawl.deploy.toolchain import DevServerError, find_toolchain
 
     try:
         find_toolchain()
@@ -74,7 +74,7 @@ def crawl_into(site_url: str, data_dir: Path, site: str = "acme") -> dict[str, s
 def crawl_with_settings(site_url: str, data_dir: Path, settings: str, site: str = "acme") -> dict[str, str]:
     """crawl_into, then `helppuff settings set` the site's helppuff.json (`settings`, JSON text); skips
     the test when the Worker's toolchain is not installed. Returns the environment, as crawl_into."""
-    from helppuff_crawl.local.devserver import DevServerError, find_toolchain
+    from helppuff_crawl.deploy.toolchain import DevServerError, find_toolchain
 
     try:
         find_toolchain()

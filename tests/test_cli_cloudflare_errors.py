@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helppuff_crawl.deploy.state import DeployState
+from helppuff_crawl.cloudflare.state import DeployState
 from tests.fake_cloudflare import FakeCloudflare
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.local.devserver import local_secrets, secret_lines
+from helppuff_crawl.devloop.worker_secrets import local_secrets, secret_lines
 from tests.conftest import run_helppuff
 from tests.devloop import HELPPUFF, ROOT, free_port, serving
 
@@ -58,7 +58,7 @@ def test_rag_set_http_stores_the_retriever_in_the_settings_and_keeps_the_rest(tm
 
 
 def test_rag_set_http_says_whether_the_token_secret_is_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
+    from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT, DeployState
 
     monkeypatch.delenv("SEARCH_TOKEN", raising=False)
     kb = tmp_path / "kb"
@@ -151,7 +151,7 @@ def fake() -> Iterator[tuple[FakeRetriever, str]]:
 
 def test_rag_test_prints_what_the_retriever_returns_through_the_worker(
         tmp_path: Path, fake: tuple[FakeRetriever, str]) -> None:
-    from helppuff_crawl.local.devserver import DevServerError, find_toolchain
+    from helppuff_crawl.deploy.toolchain import DevServerError, find_toolchain
 
     try:
         find_toolchain()

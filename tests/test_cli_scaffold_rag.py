@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from helppuff_crawl.deploy.entry import custom_modules, entry_source, write_entry
-from helppuff_crawl.local.devserver import WORKER_DIR, Toolchain
+from helppuff_crawl.deploy.toolchain import WORKER_DIR, Toolchain
 from tests.conftest import run_helppuff
 
 TSC = WORKER_DIR / "node_modules" / ".bin" / "tsc"
@@ -231,7 +231,7 @@ def test_secret_set_on_cloudflare_puts_it_with_wrangler_the_value_on_stdin(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fail: bool) -> None:
     from helppuff_crawl.cli import main
     from helppuff_crawl.cli.crawl import project_settings
-    from helppuff_crawl.deploy.state import DeployState
+    from helppuff_crawl.cloudflare.state import DeployState
 
     fake = FakeWrangler(tmp_path, fail=fail)
     wrangler = tmp_path / "wrangler.js"
@@ -259,11 +259,8 @@ def test_secret_set_on_cloudflare_puts_it_with_wrangler_the_value_on_stdin(
 
 
 def test_serve_runs_the_entry_and_passes_the_named_secrets_from_its_environment() -> None:
-    from helppuff_crawl.local.devserver import (
-        DevOptions,
-        named_secrets,
-        wrangler_command,
-    )
+    from helppuff_crawl.devloop.server import DevOptions, wrangler_command
+    from helppuff_crawl.devloop.worker_secrets import named_secrets
 
     tool = Toolchain(Path("/n/node"), Path("/n/wrangler.js"))
     options = DevOptions(data_dir=Path("/tmp/x/kb"), port=8799)

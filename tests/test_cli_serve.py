@@ -18,16 +18,15 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.local.devserver import (
+from helppuff_crawl.deploy.toolchain import (
     WORKER_DIR,
-    DevOptions,
     DevServerError,
     Toolchain,
     drop_inheritance_warnings,
     find_toolchain,
-    wrangler_command,
     wrangler_environment,
 )
+from helppuff_crawl.devloop.server import DevOptions, wrangler_command
 from tests.devloop import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

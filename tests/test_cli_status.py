@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
-from helppuff_crawl.local.devserver import DevOptions, secret_lines
+from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT, DeployState
+from helppuff_crawl.devloop.server import DevOptions
+from helppuff_crawl.devloop.worker_secrets import secret_lines
 from tests.conftest import run_helppuff
 
 RETELL = {"backend": {"type": "retell", "retrieval": "helppuff"}}

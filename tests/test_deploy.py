@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helppuff_crawl.deploy.state import DeployState
+from helppuff_crawl.cloudflare.state import DeployState
 from helppuff_crawl.deploy.worker import (
     WorkerDeployError,
     read_jsonc,
@@ -25,7 +25,7 @@ from helppuff_crawl.deploy.worker import (
 )
 from helppuff_crawl.local.cloud import LocalCloud
 from helppuff_crawl.local.d1 import migration_files
-from helppuff_crawl.local.devserver import WORKER_DIR
+from helppuff_crawl.deploy.toolchain import WORKER_DIR
 from helppuff_crawl.local.server import LocalCloudServer, serve_local_cloud
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -199,7 +199,8 @@ def test_the_provider_generates_the_answer_from_the_passages(provider: str, work
 
 
 def test_serve_passes_the_provider_variables_only_when_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from helppuff_crawl.local.devserver import DevOptions, secret_lines
+    from helppuff_crawl.devloop.server import DevOptions
+    from helppuff_crawl.devloop.worker_secrets import secret_lines
 
     given = {"OPENAI_API_KEY": "sk-1", "OPENAI_BASE_URL": "", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/x"}
     assert secret_lines("", given) == "OPENAI_API_KEY=sk-1\nANTHROPIC_BASE_URL=http://127.0.0.1:9/x\n"

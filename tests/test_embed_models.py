@@ -10,7 +10,7 @@ import pytest
 import pytest_twisted
 
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
-from helppuff_crawl.config.contract import models as contract_models
+from helppuff_crawl.schema.contract import models as contract_models
 from helppuff_crawl.embed.models import (
     EMBEDDING_MODELS,
     WorkersAIEmbedder,

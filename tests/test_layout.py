@@ -1,5 +1,5 @@
 """The project's layout rules, read off the source: no import cycle on either side (imports inside
-functions and under TYPE_CHECKING count), no SQL outside the knowledge base and the local cloud, and
+functions and under TYPE_CHECKING count), each folder of the crawler on its floor (importing only the floors below), no SQL outside the knowledge base and the local cloud, and
 every HELPPUFF_* setting declared once, in settings.py, with its default, and in the README."""
 
 from __future__ import annotations
@@ -121,6 +121,60 @@ def test_no_import_cycle_in_the_worker() -> None:
     graph = {str(path.relative_to(WORKER_SRC)): _ts_imports(path) for path in WORKER_SRC.rglob("*.ts")}
     assert "ports.ts" in graph.get("bindings.ts", set())  # the scan reads the imports at all
     assert _cycles(graph) == []
+
+
+# --- floors: a folder imports only folders on floors below its own ---------------------------
+
+# The package's folders (and its top-level modules) from the ground up. A folder may import what is
+# on a lower floor, never its own floor or above, so no loop between folders can form; a new folder
+# is placed here on purpose.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "settings", "clock", "items", "batching", "schema"),  # plain values and the schema files
+    ("text", "cloudflare"),        # text and markup; Cloudflare's REST API and the deploy state
+    ("web", "local", "embed"),     # URLs and pages; the local stand-in for Cloudflare; embedding models
+    ("kb", "middlewares"),         # the knowledge base; Scrapy's downloader middlewares
+    ("extensions", "handlers", "config"),
+    ("pipelines", "spiders", "deploy"),
+    ("commands", "devloop"),       # Scrapy commands; the Worker's dev loop (`helppuff serve`)
+    ("cli",),
+)
+
+
+def _folder(module: str) -> str:
+    """`helppuff_crawl.kb.writer` -> `kb`; a top-level module is its own folder."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _floor_breaches(graph: dict[str, set[str]], floors: tuple[tuple[str, ...], ...]) -> list[str]:
+    floor_of = {folder: number for number, floor in enumerate(floors) for folder in floor}
+    breaches = []
+    for module, targets in sorted(graph.items()):
+        here = _folder(module)
+        if here not in floor_of:
+            breaches.append(f"{here}: on no floor")
+            continue
+        for target in sorted(targets):
+            there = _folder(target)
+            if there != here and floor_of.get(there, len(floors)) >= floor_of[here]:
+                breaches.append(f"{module} imports {target}")
+    return sorted(set(breaches))
+
+
+def test_the_floor_rule_catches_an_import_upwards_and_sideways() -> None:
+    floors = (("a",), ("b", "c"))
+    assert _floor_breaches({"p.b.x": {"p.a.y", "p.b.z"}}, floors) == []
+    assert _floor_breaches({"p.a.y": {"p.b.x"}}, floors) == ["p.a.y imports p.b.x"]
+    assert _floor_breaches({"p.b.x": {"p.c.w"}}, floors) == ["p.b.x imports p.c.w"]
+    assert _floor_breaches({"p.d.v": set()}, floors) == ["d: on no floor"]
+
+
+def test_every_folder_imports_only_the_floors_below_it() -> None:
+    modules = _python_modules()
+    graph = {name: {target for target in _python_imports(path, modules) if target != "helppuff_crawl"}
+             for name, path in modules.items() if name != "helppuff_crawl"}
+    assert {_folder(name) for name in graph} >= {"kb", "local", "cli", "devloop"}
+    assert _floor_breaches(graph, FLOORS) == []
 
 
 # --- SQL stays in the knowledge base and the local cloud -------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from lxml import etree, html
 
-from helppuff_crawl.config.contract import CATEGORIES
+from helppuff_crawl.schema.contract import CATEGORIES
 from helppuff_crawl.web.categories import (
     CATEGORY_KEYS,
     DEFAULT_EXCLUDE,

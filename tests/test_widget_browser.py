@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helppuff_crawl.local.devserver import DevServerError, find_toolchain
+from helppuff_crawl.deploy.toolchain import DevServerError, find_toolchain
 from tests.devloop import ROOT, crawl_into, free_port, serving
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
-from helppuff_crawl.config.contract import CATEGORIES
+from helppuff_crawl.schema.contract import CATEGORIES
 from helppuff_crawl.text.chunking import PATH_SEPARATOR, Chunk, ChunkMeta, ChunkSizes, chunk_page
 
 logger = logging.getLogger(__name__)

@@ -84,7 +84,7 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
 def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.cloudflare.client import CloudflareError
     from helppuff_crawl.deploy.worker import WorkerDeployError
-    from helppuff_crawl.local.devserver import DevServerError
+    from helppuff_crawl.deploy.toolchain import DevServerError
 
     settings = project_settings(parse_set_options(args.set))
     try:

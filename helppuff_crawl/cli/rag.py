@@ -132,12 +132,12 @@ def token_lines(settings: Any, name: str, url: str) -> list[str]:
     On Cloudflare the deployed Worker's secrets are not read back, so the line says how to set it. On
     the local cloud the secret is set when `helppuff secret set` stored it for serve, or when it is in
     this environment (serve passes a secret a site names from its own environment); and a serve already
-    running passes only the secrets it found when it started (helppuff_crawl/local/serve_secrets.py), so
+    running passes only the secrets it found when it started (helppuff_crawl/devloop/serve_secrets.py), so
     without this one the chat would say "not sure" until it is restarted.
     """
     from helppuff_crawl.kb.database import BackendConfig
-    from helppuff_crawl.local.devserver import LOCAL_SECRETS_FILE, local_secrets
-    from helppuff_crawl.local.serve_secrets import running_serve
+    from helppuff_crawl.devloop.worker_secrets import LOCAL_SECRETS_FILE, local_secrets
+    from helppuff_crawl.devloop.serve_secrets import running_serve
 
     ask = f"Set the token as the Worker secret {name}: helppuff secret set {name} (reads stdin)"
     backend = BackendConfig.from_settings(settings)

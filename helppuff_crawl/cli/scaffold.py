@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def sdk_import(out: Path) -> str:
     """The import path of worker/src/sdk.ts from the folder of `out`, as the type checker resolves it."""
-    from helppuff_crawl.local.devserver import WORKER_DIR
+    from helppuff_crawl.deploy.toolchain import WORKER_DIR
 
     relative = Path(os.path.relpath(WORKER_DIR / "src" / "sdk", out.absolute().parent)).as_posix()
     return relative if relative.startswith("../") else f"./{relative}"
@@ -122,7 +122,7 @@ def use_module(config: Path, out: Path, secret: str) -> tuple[dict[str, object],
 
 
 def run(args: argparse.Namespace) -> int:
-    from helppuff_crawl.local.devserver import check_secret
+    from helppuff_crawl.devloop.worker_secrets import check_secret
 
     out: Path = args.out
     if out.suffix not in (".ts", ".js"):

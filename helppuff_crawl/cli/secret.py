@@ -6,7 +6,7 @@ On Cloudflare (CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID set) the value goe
 with `wrangler secret put NAME` (helppuff_crawl/deploy/worker.py), using the config `helppuff deploy`
 recorded in the state file; run `helppuff deploy` first. On the local cloud it is kept for `helppuff
 serve` in `<data dir>/worker-secrets.env` (readable by this user only), which serve writes into the
-Worker's dev env file when it starts (helppuff_crawl/local/devserver.py; a variable of the same name
+Worker's dev env file when it starts (helppuff_crawl/devloop/server.py; a variable of the same name
 in serve's environment wins), so while a serve runs the line says to restart it. The value is never
 printed, and never stored in the site's settings.
 
@@ -34,12 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.cli.crawl import project_settings
     from helppuff_crawl.deploy.worker import WorkerDeployError, put_secret
     from helppuff_crawl.kb.database import BackendConfig
-    from helppuff_crawl.local.devserver import (
-        DevServerError,
-        check_secret,
-        store_local_secret,
-    )
-    from helppuff_crawl.local.serve_secrets import running_serve
+    from helppuff_crawl.deploy.toolchain import DevServerError
+    from helppuff_crawl.devloop.worker_secrets import check_secret, store_local_secret
+    from helppuff_crawl.devloop.serve_secrets import running_serve
 
     value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
     try:

@@ -1,13 +1,13 @@
 """`helppuff serve`: the Worker in dev mode, answering from the local knowledge base.
 
 Starts the local cloud on 127.0.0.1 (a random bearer token) and `wrangler dev` with the Worker's
-dev shims pointed at it (helppuff_crawl.local.devserver), prints the URLs once the Worker answers, and
+dev shims pointed at it (helppuff_crawl.devloop.server), prints the URLs once the Worker answers, and
 runs until Ctrl-C (or SIGTERM), then stops both. The Worker reads the same SQLite file and vector
 index the crawl wrote. Models the local cloud lacks (the reranker) degrade the answer to fused
 order, and each answer says so in `degraded`. Chat answers come from an OpenAI-compatible server
 (llama-server, Ollama) when `--chat-url` or HELPPUFF_LOCAL_CHAT_URL names one, and are extractive
 otherwise. A site whose retriever (knowledge.retrieval) names a Worker secret serve did not find when it
-started gets a line saying so and how to set it (helppuff_crawl/local/serve_secrets.py).
+started gets a line saying so and how to set it (helppuff_crawl/devloop/serve_secrets.py).
 
 Exit status: 0 after Ctrl-C, 1 when it could not start or wrangler stopped on its own, 2 for bad input.
 """
@@ -66,7 +66,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.cli.crawl import project_settings
     from helppuff_crawl.local.chat import ChatServerConfig
-    from helppuff_crawl.local.devserver import DevOptions, DevServer, DevServerError
+    from helppuff_crawl.devloop.server import DevOptions, DevServer
+    from helppuff_crawl.deploy.toolchain import DevServerError
 
     settings = project_settings()
     data_dir = Path(args.data_dir or settings.get("HELPPUFF_DATA_DIR"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from helppuff_crawl.config.contract import models as contract_models
+from helppuff_crawl.schema.contract import models as contract_models
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import jsonschema
 
-from helppuff_crawl.config.contract import SCHEMA_DIR
+from helppuff_crawl.schema.contract import SCHEMA_DIR
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.deploy.entry import Entry, write_entry
-from helppuff_crawl.local.devserver import WORKER_DIR, find_toolchain
+from helppuff_crawl.deploy.toolchain import WORKER_DIR, find_toolchain
 
 DEPLOY_CONFIG = "wrangler.deploy.json"
 _JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)

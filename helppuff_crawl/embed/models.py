@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from helppuff_crawl.config.contract import models as contract_models
+from helppuff_crawl.schema.contract import models as contract_models
 
 if TYPE_CHECKING:
     from helppuff_crawl.cloudflare.client import CloudflareClient

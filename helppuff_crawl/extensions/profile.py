@@ -214,7 +214,6 @@ class StageProfile:
 
     def _wrap_client(self) -> None:
         from helppuff_crawl.extensions.run import CrawlRun
-        from helppuff_crawl.pipelines.store import StorePipeline
 
         run = self.crawler.get_extension(CrawlRun)
         if run is None:
@@ -224,7 +223,10 @@ class StageProfile:
             stage = next((s for prefix, s in _CLIENT_PREFIXES.items() if name.startswith(prefix)), None)
             if stage is not None and inspect.iscoroutinefunction(getattr(type(client), name)):
                 setattr(client, name, self.clock.call(stage, getattr(client, name)))
-        store = self.crawler.get_item_pipeline(StorePipeline)
+        # Found by its class's name, as the stages are (_PIPELINE_STAGES): extensions do not import pipelines.
+        assert self.crawler.engine is not None
+        pipelines = self.crawler.engine.scraper.itemproc.middlewares
+        store = next((p for p in pipelines if type(p).__name__ == "StorePipeline"), None)
         if store is not None:  # its page writes run as tasks of their own, outside its process_item
             store.writer.write_pages = self.clock.call("write", store.writer.write_pages)
         transport = client.transport

@@ -5,7 +5,7 @@ Every read and write goes through `CloudflareClient`, to Cloudflare's D1 or to t
 (runs.py, pages.py, ...) are functions over a `KnowledgeBase`; SQL stays in this package.
 
 D1 addresses a database by UUID only. The UUID comes from the state file `helppuff deploy` writes
-(helppuff_crawl/deploy/state.py); the name (HELPPUFF_D1_DATABASE) only finds it there. On Cloudflare a
+(helppuff_crawl/cloudflare/state.py); the name (HELPPUFF_D1_DATABASE) only finds it there. On Cloudflare a
 missing or stale UUID is one line naming `helppuff deploy`; on the local cloud, which has no account
 to deploy to, the database is found by its exact name or created on first use, and recorded.
 """
@@ -25,7 +25,7 @@ from helppuff_crawl.cloudflare.client import (
     HttpTransport,
 )
 from helppuff_crawl.cloudflare.pacing import Rate
-from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
+from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT, DeployState
 
 logger = logging.getLogger(__name__)
 

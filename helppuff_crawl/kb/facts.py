@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from helppuff_crawl.clock import iso, utc_now
-from helppuff_crawl.config.contract import FACTS_TITLE, FACTS_URL
+from helppuff_crawl.schema.contract import FACTS_TITLE, FACTS_URL
 from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn

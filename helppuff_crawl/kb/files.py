@@ -24,7 +24,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from helppuff_crawl.clock import iso, utc_now
-from helppuff_crawl.config.contract import FILES_URL
+from helppuff_crawl.schema.contract import FILES_URL
 from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn

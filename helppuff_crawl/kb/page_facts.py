@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from helppuff_crawl.cloudflare.client import CloudflareError
-from helppuff_crawl.config import contract
+from helppuff_crawl.schema import contract
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.facts import SITE_BLOCKS_KEY, save_crawl_facts
 from helppuff_crawl.kb.site_settings import get_site_settings

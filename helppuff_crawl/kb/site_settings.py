@@ -7,6 +7,9 @@ from typing import Any
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.kb.database import KnowledgeBase
 
+# Every site's settings, by site: read here, and by `helppuff serve` straight from the local cloud.
+ALL_SITE_SETTINGS = "SELECT site, settings FROM site_settings ORDER BY site"
+
 
 async def get_site_settings(kb: KnowledgeBase, site: str) -> dict[str, Any] | None:
     """The site's stored settings row ({settings (text), updated_at}), or None."""
@@ -24,5 +27,5 @@ async def set_site_settings(kb: KnowledgeBase, site: str, text: str) -> None:
 
 async def all_site_settings(kb: KnowledgeBase) -> list[tuple[str, str | None]]:
     """Every site's stored settings, (site, settings text), by site."""
-    rows = await kb.query("SELECT site, settings FROM site_settings ORDER BY site")
+    rows = await kb.query(ALL_SITE_SETTINGS)
     return [(row["site"], row["settings"]) for row in rows]

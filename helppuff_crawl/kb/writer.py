@@ -47,7 +47,7 @@ import numpy as np
 from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.cloudflare.client import D1_MAX_PARAMS, MAX_UPSERT_VECTORS, CloudflareError
-from helppuff_crawl.config.contract import HEADING_SEPARATOR
+from helppuff_crawl.schema.contract import HEADING_SEPARATOR
 from helppuff_crawl.embed.models import default_model, embedding_model
 from helppuff_crawl.kb.database import KnowledgeBase, Statement
 from helppuff_crawl.text.chunking import Chunk, ChunkSizes

@@ -300,7 +300,7 @@ def default_models() -> dict[str, LocalModel]:
 
 def _max_items(model: str) -> int:
     """Texts per call the model takes: its maxBatch in the contract (models.json)."""
-    from helppuff_crawl.config.contract import models
+    from helppuff_crawl.schema.contract import models
 
     entry = models()["embedding"].get(model)
     return int(entry["maxBatch"]) if entry else 100

@@ -51,7 +51,7 @@ import numpy as np
 
 from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.cloudflare.client import Response
-from helppuff_crawl.deploy.state import LOCAL_ACCOUNT
+from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT
 from helppuff_crawl.local.ai import LocalAI
 from helppuff_crawl.local.d1 import MIGRATIONS_DIR, D1Error, D1Overloaded, LocalD1
 from helppuff_crawl.local.errors import AIError

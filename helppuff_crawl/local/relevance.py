@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from helppuff_crawl.config.contract import HEADING_SEPARATOR
+from helppuff_crawl.schema.contract import HEADING_SEPARATOR
 from helppuff_crawl.local.errors import AIError
 
 RELEVANCE_MODEL = "@local/e5-relevance"  # as helppuff_crawl/schema/models.json lists it

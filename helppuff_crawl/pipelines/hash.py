@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 
 from helppuff_crawl.cloudflare.client import CloudflareError
-from helppuff_crawl.config.contract import CATEGORIES
+from helppuff_crawl.schema.contract import CATEGORIES
 from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb.pages import LEARNED, get_page

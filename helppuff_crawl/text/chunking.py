@@ -80,7 +80,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from helppuff_crawl.config.contract import HEADING_SEPARATOR
+from helppuff_crawl.schema.contract import HEADING_SEPARATOR
 
 logger = logging.getLogger(__name__)
 

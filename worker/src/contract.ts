@@ -1,6 +1,6 @@
 /**
  * The contract the Worker shares with the crawler, read from the JSON files both sides import
- * (helppuff_crawl/schema/; the crawler's reader is helppuff_crawl/config/contract.py). This is the
+ * (helppuff_crawl/schema/; the crawler's reader is helppuff_crawl/schema/contract.py). This is the
  * only module that imports them: a model, a category or an internal URL is added to the JSON, and
  * each side's tests check its code against every entry (test/contract.test.ts here).
  *

@@ -2,7 +2,7 @@
 lines name each site whose retriever (seed 001) names a Worker secret serve was started without, and
 `helppuff rag set http` and `helppuff secret set`, run while serve runs, say when it must be restarted.
 
-The lines are built by helppuff_crawl/local/serve_secrets.py (table tests here); the whole path runs
+The lines are built by helppuff_crawl/devloop/serve_secrets.py (table tests here); the whole path runs
 with the real `helppuff serve` (wrangler dev) and FakeRetriever (tests/test_cli_rag.py), a fake of the
 owner's search service on 127.0.0.1, which shows what the start line claims: the chat is not asked."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
-from helppuff_crawl.local.serve_secrets import SERVE_BY, RunningServe, running_serve, unset_secret_notices
+from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT, DeployState
+from helppuff_crawl.devloop.serve_secrets import SERVE_BY, RunningServe, running_serve, unset_secret_notices
 from tests.conftest import run_helppuff
 from tests.devloop import free_port, serving, skip_without_toolchain, sse_events
 from tests.test_cli_rag import FakeRetriever, fake  # noqa: F401 (fake: the fixture, used by name)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from helppuff_crawl.cloudflare.pricing import neurons
-from helppuff_crawl.config.contract import SCHEMA_DIR
+from helppuff_crawl.schema.contract import SCHEMA_DIR
 from helppuff_crawl.embed.models import default_model, embedding_model, input_form
 from helppuff_crawl.kb.answers import answer_url
 from helppuff_crawl.kb.files import file_url

@@ -1,7 +1,7 @@
 """Whether `helppuff serve`'s Worker has the secrets the sites' retrievers name, said where the operator looks.
 
 The Worker reads a site's retriever from its stored settings on every request, but its secrets only
-from the env file `helppuff serve` writes when it starts (helppuff_crawl/local/devserver.py). An HTTP
+from the env file `helppuff serve` writes when it starts (helppuff_crawl/devloop/server.py). An HTTP
 retriever whose token secret (knowledge.retrieval.tokenEnv) serve was started without is never asked:
 the chat says "not sure" and cites nothing, and the reason (`retriever-failed: the Worker secret NAME
 is not set`) is only in wrangler's log. So:
@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState, StateError
+from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT, DeployState, StateError
 
 logger = logging.getLogger(__name__)
 

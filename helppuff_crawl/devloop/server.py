@@ -28,7 +28,7 @@ folder (`<data dir>/worker-secrets.env`, e.g. a custom retriever's token; a vari
 in serve's environment wins, and a secret a site's retriever names is passed from serve's environment
 when set there), and the Worker's URL is recorded in the state file
 (the local account's "worker" entry), where `helppuff status` finds it, with serve's pid and the names
-of the secrets passed (helppuff_crawl/local/serve_secrets.py: `helppuff rag set` and `helppuff secret
+of the secrets passed (helppuff_crawl/devloop/serve_secrets.py: `helppuff rag set` and `helppuff secret
 set` read them to say when serve must be restarted). The Worker reads its secrets from that file only:
 `notices` has a line for each site whose retriever names a secret it does not get, which serve prints. With `DevOptions.chat` (HELPPUFF_LOCAL_CHAT_URL) the local cloud answers chat models from
 that OpenAI-compatible server (helppuff_crawl.local.chat); without it the Worker's answers are
@@ -44,10 +44,8 @@ SIGKILL) and the local cloud, and removes the temporary folder.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -57,7 +55,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -65,10 +63,26 @@ from typing import TYPE_CHECKING, Any, Self
 import httpx
 
 from helppuff_crawl import settings as declared_settings
+from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT, DeployState
 from helppuff_crawl.deploy.entry import write_entry
-from helppuff_crawl.deploy.state import LOCAL_ACCOUNT, DeployState
+from helppuff_crawl.deploy.toolchain import (
+    WORKER_DIR,
+    DevServerError,
+    Toolchain,
+    drop_inheritance_warnings,
+    find_toolchain,
+    wrangler_environment,
+)
+from helppuff_crawl.devloop.serve_secrets import serve_record, unset_secret_notices, worker_answers
+from helppuff_crawl.devloop.worker_secrets import (
+    PROVIDER_VARIABLES,
+    declared_provider_vars,
+    local_secrets,
+    named_secrets,
+    secret_lines,
+)
 from helppuff_crawl.kb.crawl_queue import consumer_settings
-from helppuff_crawl.local.serve_secrets import serve_record, unset_secret_notices, worker_answers
+from helppuff_crawl.kb.site_settings import ALL_SITE_SETTINGS
 
 if TYPE_CHECKING:
     from helppuff_crawl.local.chat import ChatServerConfig
@@ -77,45 +91,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-WORKER_DIR = Path(__file__).resolve().parents[2] / "worker"
 WRANGLER_ENV = "local"
 DEFAULT_PORT = 8787
 LOOPBACK = "127.0.0.1"
-
-# Variables wrangler must not see (it would try to reach Cloudflare with them), and what it gets instead.
-_HIDDEN_VARIABLES = ("CLOUDFLARE_API_TOKEN", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_KEY", "CLOUDFLARE_EMAIL")
-_OFFLINE_VARIABLES = {
-    "CLOUDFLARE_CF_FETCH_ENABLED": "false",
-    "WRANGLER_SEND_METRICS": "false",
-    "WRANGLER_SEND_ERROR_REPORTS": "false",
-    "WRANGLER_HIDE_BANNER": "true",
-    "WRANGLER_NO_SKILLS_UPDATE_PROMPTS": "true",
-    "DO_NOT_TRACK": "1",
-    "NO_COLOR": "1",
-    "FORCE_COLOR": "0",
-}
-
-
-# The chat providers' Worker secrets and vars `helppuff serve` passes when set (settings.py HELPPUFF_<NAME>).
-PROVIDER_VARIABLES = (
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GEMINI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-)
-
-
-def declared_provider_vars() -> dict[str, str]:
-    """The providers' keys and base URLs as settings.py read them from the environment ("" = not set)."""
-    return {
-        "OPENAI_API_KEY": declared_settings.HELPPUFF_OPENAI_API_KEY,
-        "OPENAI_BASE_URL": declared_settings.HELPPUFF_OPENAI_BASE_URL,
-        "GEMINI_API_KEY": declared_settings.HELPPUFF_GEMINI_API_KEY,
-        "GEMINI_BASE_URL": declared_settings.HELPPUFF_GEMINI_BASE_URL,
-        "ANTHROPIC_API_KEY": declared_settings.HELPPUFF_ANTHROPIC_API_KEY,
-        "ANTHROPIC_BASE_URL": declared_settings.HELPPUFF_ANTHROPIC_BASE_URL,
-    }
-
-
-class DevServerError(Exception):
-    """The dev loop could not start or stopped on its own; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -149,98 +127,6 @@ class DevOptions:
                 raise ValueError(f"{name} must be one line")
 
 
-def secret_lines(retell_api_key: str, provider_vars: dict[str, str] | None = None,
-                 worker_secrets: dict[str, str] | None = None) -> str:
-    """The env file's lines for the Worker's secrets and the providers' vars: RETELL_API_KEY and each of
-    PROVIDER_VARIABLES, only when it is set, then each of `worker_secrets` (those `helppuff secret set`
-    stored: local_secrets) that is not one of those."""
-    lines = [f"RETELL_API_KEY={retell_api_key}\n"] if retell_api_key else []
-    given = provider_vars or {}
-    lines += [f"{name}={given[name]}\n" for name in PROVIDER_VARIABLES if given.get(name)]
-    written = {"RETELL_API_KEY"} if retell_api_key else set()
-    written |= {name for name in PROVIDER_VARIABLES if given.get(name)}
-    lines += [f"{name}={value}\n" for name, value in sorted((worker_secrets or {}).items())
-              if value and name not in written]
-    return "".join(lines)
-
-
-#: The Worker secrets `helppuff secret set` keeps for `helppuff serve`, in the data folder (mode 0600).
-LOCAL_SECRETS_FILE = "worker-secrets.env"
-_SECRET_NAME = re.compile(r"(?!HELPPUFF_|CLOUDFLARE_)[A-Z][A-Z0-9_]{0,63}")
-
-
-def check_secret(name: str, value: str) -> None:
-    """ValueError unless `name` can name a Worker secret and `value` is one non-empty line."""
-    if not _SECRET_NAME.fullmatch(name):
-        raise ValueError(f"{name!r} is not a secret's name: capitals, digits and _, e.g. SEARCH_TOKEN "
-                         "(not HELPPUFF_* or CLOUDFLARE_*, which are the project's own)")
-    if not value or any(c in value for c in "\r\n\0"):
-        raise ValueError(f"{name} must be one non-empty line")
-
-
-def named_secrets(rows: Iterable[tuple[str, str | None]], environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The secrets the sites' custom retrievers name (knowledge.retrieval.secrets, tokenEnv) that are set
-    in `environ` (os.environ: serve's environment), so serve passes them without `helppuff secret set`."""
-    env = os.environ if environ is None else environ
-    names: set[str] = set()
-    for _site, text in rows:
-        try:
-            retrieval = (json.loads(text or "{}").get("knowledge") or {}).get("retrieval") or {}
-            listed = [*(retrieval.get("secrets") or []), retrieval.get("tokenEnv")]
-        except (ValueError, AttributeError, TypeError):
-            continue
-        names |= {name for name in listed if isinstance(name, str) and _SECRET_NAME.fullmatch(name)}
-    return {name: env[name] for name in sorted(names) if env.get(name)}
-
-
-def local_secrets(data_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The secrets stored in `<data_dir>/worker-secrets.env`, each replaced by `environ`'s value of the
-    same name when that is set (os.environ: serve's environment)."""
-    path = Path(data_dir) / LOCAL_SECRETS_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    env = os.environ if environ is None else environ
-    stored = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-    return {name: env.get(name) or value for name, value in stored.items()}
-
-
-def store_local_secret(data_dir: Path, name: str, value: str) -> Path:
-    """Keep the secret `name` for `helppuff serve`, replacing an earlier value; the file is this user's only."""
-    check_secret(name, value)
-    path = Path(data_dir) / LOCAL_SECRETS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    stored = local_secrets(data_dir, environ={})
-    stored[name] = value
-    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write("".join(f"{key}={stored[key]}\n" for key in sorted(stored)))
-    os.replace(scratch, path)
-    return path
-
-
-
-
-@dataclass(frozen=True)
-class Toolchain:
-    node: Path
-    wrangler: Path
-
-
-def find_toolchain(worker_dir: Path = WORKER_DIR) -> Toolchain:
-    """Node 22 and wrangler as scripts/setup-worker.sh installs them; DevServerError when absent."""
-    node = worker_dir / ".node" / "bin" / "node"
-    wrangler = worker_dir / "node_modules" / "wrangler" / "bin" / "wrangler.js"
-    missing = [str(p.relative_to(worker_dir.parent)) for p in (node, wrangler) if not p.exists()]
-    if missing:
-        raise DevServerError(
-            f"the Worker's toolchain is not installed ({', '.join(missing)} missing): run `bash scripts/setup-worker.sh`"
-        )
-    return Toolchain(node, wrangler)
-
-
 def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
@@ -263,54 +149,6 @@ def wrangler_command(tool: Toolchain, options: DevOptions, env_file: Path, state
         "--show-interactive-dev-session=false",
         "--log-level", "info",
     ]
-
-
-def wrangler_environment(tool: Toolchain, base: dict[str, str] | None = None) -> dict[str, str]:
-    """wrangler's environment: ours without Cloudflare credentials, plus the offline switches."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _HIDDEN_VARIABLES}
-    env.update(_OFFLINE_VARIABLES)
-    env["PATH"] = f"{tool.node.parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
-_INHERITANCE_WARNING = re.compile(
-    r'"env\.local" environment configuration'
-    r'|exists at the top level, but not on "env\.local"'
-    r'|binding with name "[A-Z_]+" at the top level, but not on "env\.local"'
-    r"|This is not what you probably want, since"
-    r'|Please add (?:"[a-z0-9_]+" to "env\.local"|a binding for "[A-Z_]+" to "env\.local)'
-)
-
-
-def drop_inheritance_warnings(lines: Iterable[str]) -> Iterator[str]:
-    """wrangler's output without its warning that env "local" lacks the top-level bindings.
-
-    The warning is a block: a "Processing ... configuration" line, then indented lines, up to the
-    next line that starts in column 0. It is dropped only when every line of it is that warning;
-    any other configuration warning passes through whole.
-    """
-    block: list[str] = []
-    for line in lines:
-        if block:
-            if line.strip() and not line[:1].isspace():
-                yield from _settle(block)
-                block = []
-            else:
-                block.append(line)
-                continue
-        if "Processing" in line and "configuration" in line and "WARNING" in line:
-            block = [line]
-        else:
-            yield line
-    if block:
-        yield from _settle(block)
-
-
-def _settle(block: list[str]) -> list[str]:
-    body = [line for line in block[1:] if line.strip()]
-    if body and all(_INHERITANCE_WARNING.search(line) for line in body):
-        return []
-    return block
 
 
 class DevServer:
@@ -415,7 +253,7 @@ class DevServer:
     def _settings_rows(self, cloud: LocalCloud) -> list[tuple[str, str | None]]:
         """Every site's stored settings (site, JSON text); none when the table is not there yet."""
         try:
-            result = cloud.database(self.database_id).query([("SELECT site, settings FROM site_settings", [])])
+            result = cloud.database(self.database_id).query([(ALL_SITE_SETTINGS, [])])
         except Exception:  # a knowledge base not migrated yet: no site has settings
             logger.debug("Could not read site_settings", exc_info=True)
             return []
