@@ -1,10 +1,11 @@
 /**
  * The guard rails of the routes that spend Workers AI neurons for a visitor: the chat
  * (chat/route.ts) and the search (search.ts). One module, so both refuse alike, with the same
- * status codes and the same JSON `{error}` bodies (http.ts):
+ * status codes and the same JSON `{error}` bodies (http.ts); both run them through preamble.ts,
+ * which checks the site name (400) first and reads the body between `admit` and `rateLimited`:
  *
  *   `admit`, before the body is read:
- *     1. the site name (400); the site's row and settings (503 when D1 cannot be read);
+ *     1. the site's row and settings (503 when D1 cannot be read);
  *     2. the Origin header against backend.allowedOrigins, or no Origin with
  *        backend.allowNoOrigin (403, without CORS headers; origin.ts); an allowed origin's
  *        preflight (OPTIONS) is answered 204; other methods than POST 405; a site with no rows
@@ -23,7 +24,6 @@ import { type Env, backendsFromEnv, rateLimitersFromEnv } from "./bindings";
 import { json } from "./http";
 import { checkOrigin, corsHeaders, preflightHeaders } from "./origin";
 import type { Backends, RateLimiter, SqlDatabase } from "./ports";
-import { SITE_NAME } from "./request";
 import { type ChatSettings, parseChatSettings } from "./settings";
 import { type SiteRecord, loadSite } from "./store";
 import { DEFAULT_RETRIEVE_OPTIONS, type RetrieveOptions } from "./retrieve";
@@ -58,49 +58,35 @@ export function visitorKey(site: string, request: Request, visitorId: string | n
 }
 
 /**
- * Steps 1 and 2 for `rawSite` (the path segment, still URL-encoded): the admitted request, or the
+ * Steps 1 and 2 for `site` (a site name, preamble.ts has checked it): the admitted request, or the
  * response that refuses it (or answers its preflight). `route` names the route in the logs.
  */
-export async function admit(
-  request: Request,
-  rawSite: string,
-  db: SqlDatabase,
-  route: string,
-): Promise<{ admitted: Admitted } | { response: Response }> {
-  let site: string;
-  try {
-    site = decodeURIComponent(rawSite);
-  } catch {
-    site = "";
-  }
-  if (!SITE_NAME.test(site)) {
-    return { response: json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" }) };
-  }
+export async function admit(request: Request, site: string, db: SqlDatabase, route: string): Promise<Admitted | Response> {
   let record: SiteRecord;
   try {
     record = await loadSite(db, site);
   } catch (error) {
     console.error(`${route} for site %s: the site cannot be read: %s`, site, describe(error));
-    return { response: json(503, { error: UNREACHABLE }) };
+    return json(503, { error: UNREACHABLE });
   }
   const { settings, problems } = parseChatSettings(record.settings);
   for (const problem of problems) console.warn(`${route} settings for site %s: %s`, site, problem);
 
   const origin = checkOrigin(request.headers.get("origin"), settings);
   if (!origin.allowed) {
-    return { response: json(403, { error: origin.reason }) };
+    return json(403, { error: origin.reason });
   }
   const cors = corsHeaders(origin.origin);
   if (request.method === "OPTIONS") {
-    return { response: new Response(null, { status: 204, headers: origin.origin ? preflightHeaders(origin.origin) : {} }) };
+    return new Response(null, { status: 204, headers: origin.origin ? preflightHeaders(origin.origin) : {} });
   }
   if (request.method !== "POST") {
-    return { response: json(405, { error: "use POST" }, { ...cors, allow: "POST, OPTIONS" }) };
+    return json(405, { error: "use POST" }, { ...cors, allow: "POST, OPTIONS" });
   }
   if (!record.known) {
-    return { response: json(404, { error: `unknown site "${site}"` }, cors) };
+    return json(404, { error: `unknown site "${site}"` }, cors);
   }
-  return { admitted: { site, record, settings, cors } };
+  return { site, record, settings, cors };
 }
 
 /** Step 3: the 429 refusal when the visitor or the site is over its limit, else null. */

@@ -12,7 +12,8 @@
  * same pattern, a 64-hex digest, a timestamp at most five minutes from now either way, and the HMAC
  * compared by crypto.subtle.verify (constant time).
  *
- * In order:
+ * In order (steps 1 to 6 are the preamble of every public route, preamble.ts, with Retell's own
+ * admission, signature check and parser):
  *   1. the site name (400); POST only (405); a body over 64 KB (413);
  *   2. no RETELL_API_KEY on the Worker: 503 (logged), as nothing can be verified;
  *   3. the signature: missing, malformed, older or newer than five minutes, or wrong: 401;
@@ -36,12 +37,13 @@ import {
   UNREACHABLE,
   budgetedRetrieveOptions,
   dailyBudget,
-  rateLimited,
   recordRouteUsage,
   routeBindings,
 } from "./guard";
-import { TOO_BIG, json, readBody } from "./http";
-import { SITE_NAME, parseSearchRequest } from "./request";
+import { json } from "./http";
+import type { SqlDatabase } from "./ports";
+import { type Admission, preamble } from "./preamble";
+import { parseSearchRequest } from "./request";
 import { type RetrieveOptions, retrieve } from "./retrieve";
 import { parseBackendType, parseChatSettings } from "./settings";
 import { type SiteRecord, loadSite } from "./store";
@@ -160,19 +162,18 @@ export interface RetellDeps extends RouteBindings {
   retrieve?: Partial<Pick<RetrieveOptions, "rerankTimeoutMs" | "vectorTimeoutMs" | "rewriteTimeoutMs">>;
 }
 
-/** Answer a Retell custom function call for `rawSite` (the path segment, still URL-encoded). */
-export async function handleRetell(request: Request, rawSite: string, deps: RetellDeps): Promise<Response> {
-  let site = "";
-  try {
-    site = decodeURIComponent(rawSite);
-  } catch {
-    // not a site name: refused below
-  }
-  if (!SITE_NAME.test(site)) return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
-  if (request.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
-  const raw = await readBody(request);
-  if (raw === null) return json(413, TOO_BIG);
-
+/**
+ * Steps 2 to 4 for a call to `site` with body `raw`: the Worker's key, the call's signature, then
+ * the site's row, and whether the site chose Retell (asked only of a signed call, so that an
+ * unsigned one learns nothing of the site). The admission, or the answer that refuses.
+ */
+async function verifyCall(
+  request: Request,
+  raw: string,
+  site: string,
+  db: SqlDatabase,
+  deps: RetellDeps,
+): Promise<(Admission & { record: SiteRecord }) | Response> {
   if (deps.apiKey === null) {
     console.error("retell for site %s: the Worker has no RETELL_API_KEY secret, so no call can be verified", site);
     return json(503, { error: "Retell is not set up on this Worker (no RETELL_API_KEY)" });
@@ -180,8 +181,6 @@ export async function handleRetell(request: Request, rawSite: string, deps: Rete
   if (!(await verifyRetellSignature(raw, deps.apiKey, request.headers.get("x-retell-signature"), deps.now().getTime()))) {
     return json(401, { error: "X-Retell-Signature is missing, malformed, more than five minutes old or wrong" });
   }
-
-  const db = deps.backends.db;
   let record: SiteRecord;
   try {
     record = await loadSite(db, site);
@@ -194,25 +193,33 @@ export async function handleRetell(request: Request, rawSite: string, deps: Rete
   if (!record.known || backend.type !== "retell") {
     return json(404, { error: `site "${site}" has no Retell function (its backend.type is not "retell")` });
   }
+  return { site, cors: {}, record };
+}
 
-  let body: unknown;
-  try {
-    body = JSON.parse(raw);
-  } catch {
-    return json(400, { error: "the body must be JSON: {name, call, args: {query}}" });
-  }
-  const parsed = parseSearchRequest(site, { query: retellQuery(body), limit: VOICE_MAX_PASSAGES });
-  if (!parsed.ok) return json(400, { error: `args.${parsed.error}` });
-
-  const refused = await rateLimited({ visitor: null, site: deps.limiters.site }, { site, cors: {} }, request, null);
-  if (refused !== null) return refused;
+/** Answer a Retell custom function call for `rawSite` (the path segment, still URL-encoded). */
+export async function handleRetell(request: Request, rawSite: string, deps: RetellDeps): Promise<Response> {
+  const db = deps.backends.db;
+  const entered = await preamble(request, rawSite, {
+    // No origin to check (Retell's servers call), and no CORS headers: the signature admits.
+    admit: async (request, site) => (request.method === "POST" ? { site, cors: {} } : json(405, { error: "use POST" }, { allow: "POST" })),
+    verify: (request, raw, admitted) => verifyCall(request, raw, admitted.site, db, deps),
+    shape: "{name, call, args: {query}}",
+    parse: (body, site) => {
+      const parsed = parseSearchRequest(site, { query: retellQuery(body), limit: VOICE_MAX_PASSAGES });
+      return parsed.ok ? parsed : { ok: false, error: `args.${parsed.error}` };
+    },
+    // Not the visitor's limiter: every call comes from Retell's servers, so one IP stands for every caller.
+    limiters: { visitor: null, site: deps.limiters.site },
+  });
+  if (entered instanceof Response) return entered;
+  const { admitted: { site, record }, value: searched } = entered;
 
   const budget = await dailyBudget(db, { site, settings: parseChatSettings(record.settings).settings }, deps.now(), "retell");
   const meter = new UsageMeter();
   try {
-    const result = await retrieve(deps.backends, parsed.value, budgetedRetrieveOptions(budget, meter, deps.retrieve));
+    const result = await retrieve(deps.backends, searched, budgetedRetrieveOptions(budget, meter, deps.retrieve));
     for (const reason of result.degraded) console.warn("retell for site %s: %s", site, reason);
-    return text(200, voiceAnswer(parsed.value.query, result.passages));
+    return text(200, voiceAnswer(searched.query, result.passages));
   } catch (error) {
     console.error("retell for site %s: retrieval failed: %s", site, describe(error));
     return json(503, { error: "the knowledge base cannot be read right now" });

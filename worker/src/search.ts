@@ -2,7 +2,8 @@
  * `POST /v1/sites/:site/search` (and its CORS preflight, `OPTIONS`): the chat's guard rails
  * (guard.ts), then hybrid retrieval (retrieve.ts) answered as JSON.
  *
- * In order:
+ * In order (steps 1 to 4 are the preamble of every public route, preamble.ts, admitting with
+ * guard.ts `admit`):
  *   1. the site name (400); the site's row (503 when D1 cannot be read);
  *   2. the Origin header against backend.allowedOrigins, or no Origin with backend.allowNoOrigin
  *      (403; OPTIONS answered 204 for an allowed origin), other methods 405;
@@ -17,18 +18,10 @@
  * Server-Timing: each binding's wait during retrieval and the request's total (timing.ts).
  */
 import type { Env } from "./bindings";
-import {
-  type RateLimiters,
-  UNREACHABLE,
-  admit,
-  budgetedRetrieveOptions,
-  dailyBudget,
-  rateLimited,
-  recordRouteUsage,
-  routeBindings,
-} from "./guard";
-import { TOO_BIG, json, readBody } from "./http";
+import { type RateLimiters, admit, budgetedRetrieveOptions, dailyBudget, recordRouteUsage, routeBindings } from "./guard";
+import { json } from "./http";
 import type { Backends } from "./ports";
+import { preamble } from "./preamble";
 import { parseSearchRequest } from "./request";
 import { type RetrieveOptions, UnknownSiteError, retrieve } from "./retrieve";
 import { Timings } from "./timing";
@@ -61,32 +54,21 @@ export async function searchRoute(
 export async function handleSearch(request: Request, rawSite: string, deps: SearchDeps): Promise<Response> {
   const timings = new Timings(deps.clock);
   const db = deps.backends.db;
-  const gate = await admit(request, rawSite, db, "search");
-  if ("response" in gate) return gate.response;
-  const { admitted } = gate;
+  const entered = await preamble(request, rawSite, {
+    admit: (request, site) => admit(request, site, db, "search"),
+    shape: "{query, history?, limit?}",
+    parse: (body, site) => parseSearchRequest(site, body),
+    limiters: deps.limiters,
+  });
+  if (entered instanceof Response) return entered;
+  const { admitted, value: searched } = entered;
   const { site, cors } = admitted;
-
-  const text = await readBody(request);
-  if (text === null) return json(413, TOO_BIG, cors);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return json(400, { error: "the body must be JSON: {query, history?, limit?}" }, cors);
-  }
-  const parsed = parseSearchRequest(site, body);
-  if (!parsed.ok) {
-    return json(400, { error: parsed.error }, cors);
-  }
-
-  const refused = await rateLimited(deps.limiters, admitted, request, null);
-  if (refused !== null) return refused;
 
   const budget = await dailyBudget(db, admitted, deps.now(), "search");
   const meter = new UsageMeter();
   const options = { ...budgetedRetrieveOptions(budget, meter, deps.retrieve), timings };
   try {
-    const result = await retrieve(deps.backends, parsed.value, options);
+    const result = await retrieve(deps.backends, searched, options);
     return json(200, result, { ...cors, "server-timing": timings.header() });
   } catch (error) {
     if (error instanceof UnknownSiteError) {

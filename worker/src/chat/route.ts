@@ -2,7 +2,8 @@
  * `POST /v1/sites/:site/chat` (and its CORS preflight, `OPTIONS`): the guard rails, then the
  * answer as server-sent events (events.ts).
  *
- * In order (steps 1, 2, 4 and 5 are the guard rails the search shares, guard.ts):
+ * In order (steps 1, 2, 4 and 5 are the guard rails the search shares, guard.ts; steps 1 to 4 are
+ * the preamble of every public route, preamble.ts):
  *   1. the site name; the site's settings row (503 when D1 cannot be read);
  *   2. the Origin header against backend.allowedOrigins (403; OPTIONS answered 204 for an allowed
  *      origin), other methods 405;
@@ -28,9 +29,10 @@
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
 import type { Env } from "../bindings";
-import { type RateLimiters, UNREACHABLE, admit, dailyBudget, rateLimited, routeBindings } from "../guard";
-import { TOO_BIG, json, readBody } from "../http";
+import { type RateLimiters, admit, dailyBudget, routeBindings } from "../guard";
+import { json } from "../http";
 import type { Backends } from "../ports";
+import { preamble } from "../preamble";
 import { DEFAULT_RETRIEVE_OPTIONS, type SearchResult, UnknownSiteError, modelPassages, retrieve } from "../retrieve";
 import { UsageMeter, estimateTokens, recordUsage, utcDay } from "../usage";
 import { parseBackendType } from "../settings";
@@ -77,27 +79,16 @@ export async function chatRoute(
 /** Answer a chat request for `rawSite` (the path segment, still URL-encoded). */
 export async function handleChat(request: Request, rawSite: string, deps: ChatDeps): Promise<Response> {
   const db = deps.backends.db;
-  const gate = await admit(request, rawSite, db, "chat");
-  if ("response" in gate) return gate.response;
-  const { admitted } = gate;
+  const entered = await preamble(request, rawSite, {
+    admit: (request, site) => admit(request, site, db, "chat"),
+    shape: "{messages, visitor?, visitorId?}",
+    parse: parseChatRequest,
+    limiters: deps.limiters,
+    visitorId: (chat) => chat.visitorId,
+  });
+  if (entered instanceof Response) return entered;
+  const { admitted, value: chat } = entered;
   const { site, settings, cors } = admitted;
-
-  const text = await readBody(request);
-  if (text === null) return json(413, TOO_BIG, cors);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return json(400, { error: "the body must be JSON: {messages, visitor?, visitorId?}" }, cors);
-  }
-  const parsed = parseChatRequest(body);
-  if (!parsed.ok) {
-    return json(parsed.status, { error: parsed.error }, cors);
-  }
-  const chat = parsed.value;
-
-  const refused = await rateLimited(deps.limiters, admitted, request, chat.visitorId);
-  if (refused !== null) return refused;
 
   let facts: BusinessFacts;
   try {
