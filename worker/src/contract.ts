@@ -34,9 +34,13 @@
  *                                        prefixes, the `headings` column, the prompt and the
  *                                        reranker's input
  *
+ *   helppuff.schema.json HELPPUFF_SCHEMA helppuff.json's JSON Schema: settings.ts reads a site's
+ *                                        settings by it (their rules and defaults)
+ *
  * gap-keys.json, the cases of the knowledge-gap key, is read by the tests only (vitest.config.ts).
  * Everything exported is frozen.
  */
+import helppuffSchemaJson from "../../helppuff_crawl/schema/helppuff.schema.json";
 import knowledgeJson from "../../helppuff_crawl/schema/knowledge.json";
 import modelsJson from "../../helppuff_crawl/schema/models.json";
 
@@ -94,11 +98,39 @@ interface KnowledgeFile {
   headingSeparator: string;
 }
 
+/**
+ * A node of helppuff.schema.json (JSON Schema 2020-12): the keywords json-schema.ts reads to
+ * default a field and to say what a bad one must be, and the schema's own "x-form" (the form a text
+ * must have, for a problem's line) and "x-message" (a rule's own wording).
+ */
+export interface SchemaNode {
+  type?: string | string[];
+  enum?: unknown[];
+  const?: unknown;
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  maxItems?: number;
+  uniqueItems?: boolean;
+  required?: string[];
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+  $ref?: string;
+  $defs?: Record<string, SchemaNode>;
+  "x-form"?: string;
+  "x-message"?: string;
+}
+
 // Typed here, so `tsc` checks the files' shape against these interfaces.
 const MODELS: ModelsFile = modelsJson;
 const KNOWLEDGE: KnowledgeFile = knowledgeJson;
+const HELPPUFF: SchemaNode = helppuffSchemaJson;
 
-function deepFreeze<T>(value: T): T {
+/** `value`, frozen with everything in it. */
+export function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const item of Object.values(value)) deepFreeze(item);
@@ -172,6 +204,8 @@ export function chatRequestFields(
   if (known?.noReasoning && !options.reasoning) Object.assign(fields, structuredClone(known.noReasoning));
   return fields;
 }
+
+export const HELPPUFF_SCHEMA: Readonly<SchemaNode> = frozen(HELPPUFF);
 
 export const CATEGORIES: readonly string[] = frozen(KNOWLEDGE.categories);
 export const FACTS_URL: string = KNOWLEDGE.internalUrls.facts;

@@ -107,13 +107,13 @@ describe("parseChatSettings", () => {
     );
     expect(parsed.settings).toEqual(parseChatSettings(null).settings);
     expect(parsed.problems).toEqual([
-      "backend.locale must be a non-empty string of the right form; default used",
-      "backend.timezone must be a non-empty string of the right form; default used",
+      "backend.locale must be a language tag, e.g. \"en-AU\"; default used",
+      "backend.timezone must be a time zone, e.g. \"Australia/Melbourne\"; default used",
       "backend.maxAnswerSentences must be an integer from 1 to 20; default used",
       "backend.tools.callback must be true or false; default used",
       "backend.budget.dailyNeurons must be a number >= 0; default used",
       "backend.budget.maxInputTokens must be an integer from 500 to 128000; default used",
-      'backend.allowedOrigins must be a list of http(s) origins such as "https://acme.com.au"; default used',
+      'backend.allowedOrigins.0 must be an origin: a scheme and a host, no path, e.g. "https://acme.com.au"; default used',
       "backend.allowNoOrigin must be true or false; default used",
     ]);
   });

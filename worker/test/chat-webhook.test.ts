@@ -102,8 +102,8 @@ describe("backend.leads settings", () => {
     });
   });
 
-  const URL_PROBLEM = "backend.leads.webhookUrl must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1]); default used";
-  const SECRET_PROBLEM = "backend.leads.webhookSecret must be a string of at least 16 characters; default used";
+  const URL_PROBLEM = "backend.leads.webhookUrl must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1]), or null; default used";
+  const SECRET_PROBLEM = "backend.leads.webhookSecret must be a string of at least 16 characters, or null; default used";
   it.each([
     [{ webhookUrl: "http://hooks.example.com/lead" }, [URL_PROBLEM]],
     [{ webhookUrl: "http://192.168.1.10/lead" }, [URL_PROBLEM]],

@@ -51,7 +51,7 @@ describe("backend.type", () => {
     [null, "workers-ai", []],
     ['{"backend": {"type": "retell"}}', "retell", ['backend.retrieval must be "helppuff" when backend.type is retell']],
     ['{"backend": {"type": "anthropic", "retrieval": {"finalK": 2}}}', "anthropic", ['backend.retrieval must be "helppuff" when backend.type is anthropic']],
-    ['{"backend": {"retrieval": "helppuff"}}', "workers-ai", ["backend.retrieval must be the retrieval settings object when backend.type is workers-ai; default used"]],
+    ['{"backend": {"retrieval": "helppuff"}}', "workers-ai", ['backend.retrieval must be the retrieval settings object when backend.type is workers-ai, the default ("helppuff" is for openai, gemini, anthropic and retell)']],
     ['{"backend": {"type": "cohere", "retrieval": "helppuff"}}', "workers-ai", ['backend.type must be one of "workers-ai", "openai", "gemini", "anthropic", "retell"; workers-ai used']],
   ] as const)("%s is %s", (text, expected, problems) => {
     expect(parseBackendType(text)).toEqual({ type: expected, problems });
@@ -59,7 +59,7 @@ describe("backend.type", () => {
 
   it("leaves retrieval its defaults under \"helppuff\"", () => {
     expect(parseSettings('{"backend": {"type": "retell", "retrieval": "helppuff"}}')).toEqual({ settings: DEFAULT_SETTINGS, problems: [] });
-    expect(parseSettings('{"backend": {"retrieval": "theirs"}}').problems).toEqual(['backend.retrieval must be an object or "helppuff"; default used']);
+    expect(parseSettings('{"backend": {"retrieval": "theirs"}}').problems).toEqual(['backend.retrieval must be "helppuff" (or, for backend.type workers-ai, the retrieval settings object); default used']);
   });
 });
 
@@ -72,6 +72,7 @@ describe("the schema's defaults are the Worker's", () => {
   };
 
   it.each([
+    [["prompt"], DEFAULT_CHAT_SETTINGS.persona],
     [["model"], DEFAULT_CHAT_SETTINGS.model],
     [["fallbackModel"], DEFAULT_CHAT_SETTINGS.fallbackModel],
     [["locale"], DEFAULT_CHAT_SETTINGS.locale],

@@ -211,10 +211,10 @@ describe("a module retriever that fails", () => {
 
 describe("the settings", () => {
   it.each([
-    [{ type: "custom" }, "knowledge.retrieval.module must name a .ts or .js file; this knowledge base used"],
-    [{ type: "custom", module: "./rag.py" }, "knowledge.retrieval.module must name a .ts or .js file; this knowledge base used"],
-    [{ ...CUSTOM, secrets: "MY_SEARCH_KEY" }, "knowledge.retrieval.secrets must be a list of secrets' names; this knowledge base used"],
-    [{ ...CUSTOM, secrets: ["MY_SEARCH_KEY", "RETELL_API_KEY"] }, "knowledge.retrieval.secrets.1 must be a secret's name in capitals, not HELPPUFF_*, CLOUDFLARE_*, TEST_* nor one of the Worker's own secrets; this knowledge base used"],
+    [{ type: "custom" }, 'knowledge.retrieval.module must be a TypeScript or JavaScript file (.ts or .js), e.g. "./rag.ts"; this knowledge base used'],
+    [{ type: "custom", module: "./rag.py" }, 'knowledge.retrieval.module must be a TypeScript or JavaScript file (.ts or .js), e.g. "./rag.ts"; this knowledge base used'],
+    [{ ...CUSTOM, secrets: "MY_SEARCH_KEY" }, "knowledge.retrieval.secrets must be a list of at most 16 different items; this knowledge base used"],
+    [{ ...CUSTOM, secrets: ["MY_SEARCH_KEY", "RETELL_API_KEY"] }, 'knowledge.retrieval.secrets.1 must be a secret\'s name in capitals, e.g. "SEARCH_TOKEN" (not HELPPUFF_*, CLOUDFLARE_*, TEST_*, nor one of the Worker\'s own secrets); this knowledge base used'],
   ])("%j is refused, naming the field", (retrieval, problem) => {
     expect(parseRetriever(JSON.stringify({ knowledge: { retrieval } }))).toEqual({ retriever: null, problems: [problem] });
   });
