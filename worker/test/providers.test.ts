@@ -45,7 +45,7 @@ interface Recorded {
   body: Record<string, unknown>;
 }
 
-type Script = { tool?: { name: string; arguments: Record<string, string> }; fail?: number; garbage?: boolean; errorAfterText?: boolean };
+type Script = { tool?: { name: string; arguments: Record<string, string> }; fail?: number; garbage?: boolean; errorAfterText?: boolean; stall?: boolean };
 
 /** What every fake shares: recording, the key check, the scripted replies and the answer's text. */
 abstract class FakeProvider {
@@ -68,13 +68,17 @@ abstract class FakeProvider {
     if (script.fail !== undefined) return new Response(`{"error":{"message":"overloaded"}}`, { status: script.fail });
     let frames = script.garbage ? ["data: {not json\n\n"] : this.frames(body, script);
     if (script.errorAfterText) frames = [...frames.slice(0, 4), this.errorFrame()]; // the API's mid-stream error
+    if (script.stall) frames = frames.slice(0, 4); // then nothing, the connection left open
 
     const bytes = new TextEncoder().encode(frames.join(""));
+    const signal = init?.signal ?? request.signal;
     return new Response(
       new ReadableStream({
         start(controller) {
           for (let i = 0; i < bytes.length; i += 9) controller.enqueue(bytes.slice(i, i + 9)); // cut anywhere
-          controller.close();
+          // A stalled answer ends only when the caller aborts its request, as a real fetch's body does.
+          if (script.stall) signal?.addEventListener("abort", () => controller.error(signal.reason));
+          else controller.close();
         },
       }),
       { status: 200, headers: { "content-type": "text/event-stream" } },
@@ -272,7 +276,7 @@ interface SseEvent {
   data: Record<string, unknown>;
 }
 
-async function ask(question: string, fake: FakeProvider | null, vars: Record<string, string>, visitor?: Record<string, string>) {
+async function ask(question: string, fake: FakeProvider | null, vars: Record<string, string>, visitor?: Record<string, string>, timeoutMs?: number) {
   const request = new Request("https://helppuff.test/v1/sites/acme/chat", {
     method: "POST",
     headers: { "content-type": "application/json", origin: ORIGIN },
@@ -282,7 +286,7 @@ async function ask(question: string, fake: FakeProvider | null, vars: Record<str
     backends: backendsFromEnv({ DB: env.DB, VECTORIZE: vectorize, AI: workersAi }),
     limiters: { visitor: null, site: null },
     now: () => NOW,
-    providers: { vars, ...(fake ? { fetch: fake.fetch } : {}) },
+    providers: { vars, ...(fake ? { fetch: fake.fetch } : {}), ...(timeoutMs ? { timeoutMs } : {}) },
   };
   const response = await handleChat(request, "acme", deps);
   expect(response.status).toBe(200);
@@ -437,6 +441,16 @@ describe.each(["openai", "gemini", "anthropic"] as const)("backend.type %s", (pr
     expect(events.find((e) => e.event === "error")?.data).toEqual({ message: MODEL_FAILED_MESSAGE });
   });
 
+  it("gives up a call that outlasts its bound, stream included, and ends the answer with the error event", async () => {
+    fake.script({ stall: true });
+    const started = Date.now();
+    const { text, names } = await ask(QUESTION, fake, varsFor(provider), undefined, 300);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(text.length).toBeGreaterThan(0);
+    expect(fake.requests).toHaveLength(1); // not retried
+    expect(names).toEqual(["delta", "error", "done"]);
+  });
+
   it("answers not sure without calling anyone when the key is missing, or wrong", async () => {
     const missing = await ask(QUESTION, fake, { [`${provider.toUpperCase()}_BASE_URL`]: BASES[provider] });
     expect(fake.requests).toEqual([]);
@@ -492,7 +506,8 @@ describe("the exact request each provider gets", () => {
     expect(fake.system(body)).toContain(PASSAGE_ONE);
     const [tools] = body["tools"] as Array<{ functionDeclarations: Array<Record<string, unknown>> }>;
     expect(tools!.functionDeclarations.map((d) => d["name"])).toEqual(["request_callback", "get_business_hours"]);
-    expect(tools!.functionDeclarations[0]!["parameters"]).toMatchObject({ type: "object", required: ["need"] });
+    // The JSON schema as Gemini's Schema (the SDK writes the types in capitals, as the API reference does).
+    expect(tools!.functionDeclarations[0]!["parameters"]).toMatchObject({ type: "OBJECT", properties: { need: { type: "STRING" } }, required: ["need"] });
     expect(tools!.functionDeclarations[1]).not.toHaveProperty("parameters"); // no properties: none sent
   });
 

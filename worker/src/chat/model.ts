@@ -100,7 +100,7 @@ function toolEvents(call: unknown, position: number): ModelEvent[] {
 }
 
 /** The frames' JSON texts in a server-sent event stream, up to `[DONE]`. */
-export async function* sseData(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+async function* sseData(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const reader = stream.getReader();
   const decoder = new TextDecoder();
   let buffer = "";

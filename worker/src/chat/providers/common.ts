@@ -1,6 +1,8 @@
 /**
- * What the provider modules share: their configuration, the streamed POST, reading one SSE frame,
- * and the conversions every provider needs (the system text, tool results and arguments as objects).
+ * What the provider modules share: their configuration and the conversions every provider needs
+ * (the system text, tool results and arguments as objects). Each module talks to its provider
+ * through the provider's own SDK (openai, @anthropic-ai/sdk, @google/genai), built per request
+ * with the key, the base URL, the Worker's fetch, no retries and the call's bound.
  */
 import type { ModelEvent, ModelMessage, ToolDefinition } from "../model";
 
@@ -25,42 +27,8 @@ export interface ProviderConfig {
   baseUrl: string;
   model: string;
   fetch: typeof fetch;
+  /** The bound of one call, its whole stream included. */
   timeoutMs: number;
-}
-
-/** POST `body` as JSON with `headers`; the response when it is 2xx with a body, else an Error naming the provider. */
-export async function postStream(
-  config: ProviderConfig,
-  provider: Provider,
-  url: string,
-  headers: Record<string, string>,
-  body: unknown,
-): Promise<ReadableStream<Uint8Array>> {
-  const response = await config.fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(config.timeoutMs),
-  });
-  if (!response.ok || response.body === null) {
-    const detail = (await response.text().catch(() => "")).slice(0, 200);
-    throw new Error(`${provider} answered HTTP ${response.status}: ${detail}`);
-  }
-  return response.body;
-}
-
-/** One SSE frame's JSON, or an Error naming the provider. */
-export function parseFrame(provider: Provider, data: string): Record<string, unknown> {
-  let frame: unknown;
-  try {
-    frame = JSON.parse(data);
-  } catch {
-    throw new Error(`${provider} streamed a frame that is not JSON: ${data.slice(0, 100)}`);
-  }
-  if (typeof frame !== "object" || frame === null || Array.isArray(frame)) {
-    throw new Error(`${provider} streamed a frame that is not an object: ${data.slice(0, 100)}`);
-  }
-  return frame as Record<string, unknown>;
 }
 
 /** The system text: every system message, in order. */
@@ -83,9 +51,4 @@ export function argumentsObject(text: string): Record<string, unknown> {
     // empty or not JSON
   }
   return {};
-}
-
-/** `value` when it is a JSON object, else {} (for reading a frame's optional parts). */
-export function record(value: unknown): Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }

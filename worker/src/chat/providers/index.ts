@@ -11,11 +11,13 @@
  *                                           stream; throws on an HTTP error, an error event or a
  *                                           stream that is not the provider's
  *
- * One module per provider, each speaking its own documented API:
- *   openai.ts     POST {OPENAI_BASE_URL}/chat/completions, stream: true (default model gpt-4.1-mini)
- *   gemini.ts     POST {GEMINI_BASE_URL}/v1beta/models/{model}:streamGenerateContent?alt=sse
- *                 (default model gemini-2.5-flash)
- *   anthropic.ts  POST {ANTHROPIC_BASE_URL}/v1/messages, stream: true (default model claude-haiku-4-5)
+ * One module per provider, each speaking its own documented API through the provider's SDK:
+ *   openai.ts     openai: POST {OPENAI_BASE_URL}/chat/completions, stream: true (default model
+ *                 gpt-4.1-mini)
+ *   gemini.ts     @google/genai: POST {GEMINI_BASE_URL}/v1beta/models/{model}:streamGenerateContent
+ *                 ?alt=sse (default model gemini-2.5-flash)
+ *   anthropic.ts  @anthropic-ai/sdk: POST {ANTHROPIC_BASE_URL}/v1/messages, stream: true (default
+ *                 model claude-haiku-4-5)
  *
  * The key is the Worker secret OPENAI_API_KEY, GEMINI_API_KEY or ANTHROPIC_API_KEY; the base URLs
  * (vars, for tests and dev) default to the real APIs. backend.model names the provider's model; a
