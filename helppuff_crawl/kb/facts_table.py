@@ -21,7 +21,7 @@ from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.writer import KnowledgeWriter
-from helppuff_crawl.text.facts import Facts, Location, facts_passage, merge_facts, week_from_json
+from helppuff_crawl.text.structured_data import Facts, Location, facts_passage, merge_facts, week_from_json
 
 SITE_BLOCKS_KEY = "_site_blocks"  # furniture with contact details/hours, kept once with the facts
 FACT_KEYS = ("name", "telephone", "email", "address", "hours", "areas", "price_range", "phones", "emails",

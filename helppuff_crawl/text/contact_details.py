@@ -37,7 +37,7 @@ from typing import Any
 import lxml.html
 import phonenumbers
 
-from helppuff_crawl.text.facts import DAYS
+from helppuff_crawl.text.structured_data import DAYS
 from helppuff_crawl.text.html_text import parse_html
 
 FACT_KEYS = ("telephone", "email", "hours", "address")  # what the pages' words can fill

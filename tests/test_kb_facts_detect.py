@@ -1,4 +1,4 @@
-"""helppuff_crawl.kb.page_facts: the gaps structured data leaves, filled from the stored contact, home and location pages.
+"""helppuff_crawl.kb.facts_detect: the gaps structured data leaves, filled from the stored contact, home and location pages.
 
 The chat model is FakeChatServer (tests/test_local_chat.py), a fake OpenAI-compatible chat server on
 loopback that answers with scripted chat completions, reached as HELPPUFF_LOCAL_CHAT_URL is; Workers
@@ -14,15 +14,15 @@ import pytest_twisted
 
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
-from helppuff_crawl.kb.facts import save_crawl_facts, set_owner_fact
-from helppuff_crawl.kb.page_facts import (
+from helppuff_crawl.kb.facts_table import save_crawl_facts, set_owner_fact
+from helppuff_crawl.kb.facts_detect import (
     SYSTEM_PROMPT,
     PageFactsConfig,
     WorkersAIChat,
     detect,
     site_model_and_regions,
 )
-from helppuff_crawl.text.facts import DAYS
+from helppuff_crawl.text.structured_data import DAYS
 from tests.conftest import local_kb, run_async
 from tests.fake_cloudflare import Canned, FakeCloudflare
 from tests.test_local_chat import FakeChatServer

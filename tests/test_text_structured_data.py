@@ -1,4 +1,4 @@
-"""helppuff_crawl.text.facts: business facts from JSON-LD, microdata, RDFa and links, on inline HTML."""
+"""helppuff_crawl.text.structured_data: business facts from JSON-LD, microdata, RDFa and links, on inline HTML."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.text.facts import (
+from helppuff_crawl.text.structured_data import (
     DAYS,
     Facts,
     Location,

@@ -1,13 +1,13 @@
-"""helppuff_crawl.text.page_facts: the rule-based reader of a page's own words, and the checks every reader's
+"""helppuff_crawl.text.contact_details: the rule-based reader of a page's own words, and the checks every reader's
 answer must pass. Real page text comes from tests/sites and, when present, ../shared/data/sites."""
 
 from __future__ import annotations
 
 import pytest
 
-from helppuff_crawl.text.facts import DAYS
+from helppuff_crawl.text.structured_data import DAYS
 from helppuff_crawl.text.markdown import extract
-from helppuff_crawl.text.page_facts import (
+from helppuff_crawl.text.contact_details import (
     Candidate,
     PageText,
     check,

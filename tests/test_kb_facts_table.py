@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from helppuff_crawl.kb.facts import fact_values, passage
-from helppuff_crawl.text.facts import DAYS, Facts, Location
+from helppuff_crawl.kb.facts_table import fact_values, passage
+from helppuff_crawl.text.structured_data import DAYS, Facts, Location
 
 ASPLEY = Location(name="Aspley", address="1401 Albany Creek Rd, Aspley", telephone="07 3263 8810",
                   hours={day: [("08:00", "17:30")] if day != "Sunday" else [] for day in DAYS})

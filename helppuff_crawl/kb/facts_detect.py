@@ -44,10 +44,10 @@ from urllib.parse import urlsplit
 from helppuff_crawl.cloudflare.client import CloudflareError
 from helppuff_crawl.schema import contract
 from helppuff_crawl.kb.database import KnowledgeBase
-from helppuff_crawl.kb.facts import SITE_BLOCKS_KEY, save_crawl_facts
+from helppuff_crawl.kb.facts_table import SITE_BLOCKS_KEY, save_crawl_facts
 from helppuff_crawl.kb.site_settings import get_site_settings
 from helppuff_crawl.local.errors import AIError
-from helppuff_crawl.text.page_facts import (
+from helppuff_crawl.text.contact_details import (
     FACT_KEYS,
     Candidate,
     PageText,
