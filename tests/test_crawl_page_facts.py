@@ -11,7 +11,7 @@ import pytest_twisted
 
 from helppuff_crawl.kb.facts_table import set_owner_fact
 from helppuff_crawl.kb.facts_detect import DEFAULT_MODEL
-from helppuff_crawl.text.structured_data import DAYS
+from helppuff_crawl.text.hours import DAYS
 from tests.conftest import (
     local_kb,
     make_crawler,
