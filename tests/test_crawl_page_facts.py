@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest_twisted
 
-from helppuff_crawl.kb.facts import set_owner_fact
-from helppuff_crawl.kb.page_facts import DEFAULT_MODEL
-from helppuff_crawl.text.facts import DAYS
+from helppuff_crawl.kb.facts_table import set_owner_fact
+from helppuff_crawl.kb.facts_detect import DEFAULT_MODEL
+from helppuff_crawl.text.hours import DAYS
 from tests.conftest import (
     local_kb,
     make_crawler,

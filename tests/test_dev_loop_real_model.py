@@ -43,7 +43,7 @@ from typing import Any
 import httpx
 import pytest
 
-from helppuff_crawl.kb import page_facts
+from helppuff_crawl.kb import facts_detect
 from tests.devloop import HELPPUFF, ROOT, Served, crawl_with_settings, free_port, serving
 from tests.realmodel import Exchange, Recorder, llama_server, missing
 
@@ -363,7 +363,7 @@ def test_facts_detect_reads_the_models_answer_or_says_why_not(real: RealLoop) ->
                             cwd=ROOT, env=real.env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
-    calls = [x for x in real.recorder.since(start) if x.system == page_facts.SYSTEM_PROMPT]
+    calls = [x for x in real.recorder.since(start) if x.system == facts_detect.SYSTEM_PROMPT]
     assert len(calls) == 1, real.recorder.since(start)
     call = calls[0]
     assert (call.request["model"], call.request["temperature"], call.request["max_tokens"]) == (MODEL, 0, 1024)
@@ -371,7 +371,7 @@ def test_facts_detect_reads_the_models_answer_or_says_why_not(real: RealLoop) ->
     failure, candidates = "AIError" if call.status != 200 else None, []  # local/chat.py's error for HTTP >= 400
     if failure is None:
         try:
-            candidates = page_facts.model_candidates(call.content, reader)
+            candidates = facts_detect.model_candidates(call.content, reader)
         except ValueError:
             failure = "ValueError"
     if failure is not None:

@@ -243,7 +243,7 @@ def test_mr_tu_bakery_its_pages_without_rendering(crawl_of: Callable[[str], Craw
         assert (crawl.pages[view]["status"], crawl.pages[view]["reason"]) == (
             "skipped", f"duplicate of {origin_menu} (same content)"), view
     # No structured data, tel: or mailto: link anywhere: the location page's words give the phone
-    # number, the hours and the address (kb/page_facts.py reads contact, home, then location pages).
+    # number, the hours and the address (kb/facts_detect.py reads contact, home, then location pages).
     assert not {"phones", "emails", "email"} & set(crawl.facts)
     assert crawl.facts["telephone"] == "(718) 353-0832"
     assert crawl.facts["hours"] == {day: [["06:00", "18:00"]] for day in

@@ -66,9 +66,9 @@ def test_internal_urls() -> None:
     urls = KNOWLEDGE["internalUrls"]
     assert answer_url("1f3a9c2e") == urls["answers"] + "1f3a9c2e"
     assert file_url("77aa01bc") == urls["files"] + "77aa01bc"
-    from helppuff_crawl.kb import facts
+    from helppuff_crawl.kb import facts_table
 
-    assert facts.FACTS_URL == urls["facts"] and facts.FACTS_TITLE == KNOWLEDGE["factsTitle"]
+    assert facts_table.FACTS_URL == urls["facts"] and facts_table.FACTS_TITLE == KNOWLEDGE["factsTitle"]
 
 
 def test_the_heading_separator() -> None:

@@ -26,7 +26,7 @@ from w3lib.encoding import html_to_unicode
 
 from helppuff_crawl import __version__
 from helppuff_crawl.cli import UsageError
-from helppuff_crawl.text.facts import extract_facts
+from helppuff_crawl.text.structured_data import extract_facts
 from helppuff_crawl.text.markdown import extract
 
 logger = logging.getLogger(__name__)

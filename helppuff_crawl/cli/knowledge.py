@@ -281,14 +281,14 @@ def _owner_line(counts: dict[str, int]) -> str:
 
 
 async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
-    from helppuff_crawl.kb import facts
+    from helppuff_crawl.kb import facts_table
 
     kb, writer, embedder = open_knowledge(settings)
     try:
-        await facts.set_owner_fact(kb, site, key, facts.parse_owner_value(value))
+        await facts_table.set_owner_fact(kb, site, key, facts_table.parse_owner_value(value))
         await writer.ensure_index()
         await writer.claim_site(site)
-        chunks = await facts.write_facts_passage(kb, writer, embedder.embed, site)
+        chunks = await facts_table.write_facts_passage(kb, writer, embedder.embed, site)
         await writer.wait_for_writes()
         return chunks
     finally:
@@ -297,16 +297,16 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
 
 async def detect_facts(settings: Any, site: str, dry_run: bool) -> tuple[Any, int]:
     """Read the site's stored contact, home and location pages for its missing facts; (the detection, passage chunks)."""
-    from helppuff_crawl.kb import facts, page_facts
+    from helppuff_crawl.kb import facts_detect, facts_table
 
     kb, writer, embedder = open_knowledge(settings)
     try:
-        found = await page_facts.detect(kb, site, page_facts.PageFactsConfig.from_settings(settings), dry_run=dry_run)
+        found = await facts_detect.detect(kb, site, facts_detect.PageFactsConfig.from_settings(settings), dry_run=dry_run)
         chunks = 0
         if found.stored:
             await writer.ensure_index()
             await writer.claim_site(site)
-            chunks = await facts.write_facts_passage(kb, writer, embedder.embed, site)
+            chunks = await facts_table.write_facts_passage(kb, writer, embedder.embed, site)
             await writer.wait_for_writes()
         return found, chunks
     finally:
@@ -341,11 +341,11 @@ def _print_detection(found: Any, chunks: int, dry_run: bool) -> None:
 
 
 async def list_facts(settings: Any, site: str) -> list[dict[str, Any]]:
-    from helppuff_crawl.kb import facts
+    from helppuff_crawl.kb import facts_table
 
     kb, _, _ = open_knowledge(settings)
     try:
-        return [{**row, "value": json.loads(row["value"])} for row in await facts.list_facts(kb, site)]
+        return [{**row, "value": json.loads(row["value"])} for row in await facts_table.list_facts(kb, site)]
     finally:
         await kb.close()
 

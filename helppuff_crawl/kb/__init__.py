@@ -9,7 +9,9 @@ client that reaches it, on Cloudflare or in the local cloud):
     learn.py          Markdown sections become passages: chunk, reuse, embed, write
     after_crawl.py    what a crawl does after its last page
     selfcheck.py      the site's own FAQ questions asked of the knowledge base after each crawl
-    facts.py          the business facts and the facts passage
+    crawl_facts.py    the facts a crawl finds, page by page, merged and stored at its end
+    facts_table.py    the business facts in D1 (the crawl's and the owner's) and the facts passage
+    facts_detect.py   the facts the contact, home and location pages' own words give
     answers.py        the owner's own answers     gaps.py   questions no passage answered
     files.py          documents the owner uploads
     leads.py          callback requests           usage.py  Workers AI use per day, in neurons

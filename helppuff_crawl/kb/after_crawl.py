@@ -4,7 +4,7 @@
    change, for a page that could not be fetched), or after a change of chunk sizes were cut with
    the old ones, are learned again from their kept Markdown, with no fetch;
 2. the crawl's facts are saved (never over the owner's), the gaps its structured data left are filled
-   from the contact, home and location pages' own words (kb/page_facts.py, when `page_texts` is given), and
+   from the contact, home and location pages' own words (kb/facts_detect.py, when `page_texts` is given), and
    the facts passage is rebuilt;
 3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
    re-embeds them);
@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from helppuff_crawl.embed.models import EmbedFn
-from helppuff_crawl.kb import answers, facts, files, page_facts, selfcheck
+from helppuff_crawl.kb import answers, facts_detect, facts_table, files, selfcheck
+from helppuff_crawl.kb.crawl_facts import CrawlFacts, save_crawl
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.writer import KnowledgeWriter
@@ -52,9 +53,9 @@ class Finished:
 
 
 async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn | None, site: str,
-                      start_url: str, crawl_facts: facts.CrawlFacts, leaving: Sequence[str],
+                      start_url: str, crawl_facts: CrawlFacts, leaving: Sequence[str],
                       relearn_all: bool = False, targeted: bool = False,
-                      page_texts: page_facts.CrawlPageTexts | None = None) -> Finished:
+                      page_texts: facts_detect.CrawlPageTexts | None = None) -> Finished:
     """Steps 1-4 for `site`; `leaving` are the URLs of pages unticked, gone or duplicates this crawl; `relearn_all`:
     the crawl began by having every page learned again (the site's model or chunk sizes changed); `targeted`:
     the crawl fetched the pages named only (step 1 is skipped); `page_texts`: the crawl's contact, home and location
@@ -63,13 +64,13 @@ async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     for page in stale:
         assert embed is not None
         await learn(writer, embed, Passages(site, page["url"], page["title"], page["category"], page["markdown"]))
-    await facts.save_crawl(kb, site, crawl_facts, start_url)
+    await save_crawl(kb, site, crawl_facts, start_url)
     filled = None
     if page_texts is not None:  # a targeted crawl saw too few pages to know what structured data leaves out
-        filled = await page_facts.fill_after_crawl(kb, site, None if targeted else crawl_facts.values(), page_texts)
+        filled = await facts_detect.fill_after_crawl(kb, site, None if targeted else crawl_facts.values(), page_texts)
     passage_chunks = answer_chunks = file_chunks = 0
     if embed is not None:
-        passage_chunks = await facts.write_facts_passage(kb, writer, embed, site)
+        passage_chunks = await facts_table.write_facts_passage(kb, writer, embed, site)
         answer_chunks = await answers.write_own_answers(kb, writer, embed, site)
         file_chunks = await files.write_files(kb, writer, embed, site)
     else:

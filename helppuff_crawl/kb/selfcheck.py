@@ -6,7 +6,7 @@ Questions, and the answer each must find:
   an FAQ page, a FAQPage JSON-LD pair the page did not show, which extraction appends as bold Q&A):
   its question line; its own answer is that chunk (or another part of the same answer, when a long
   answer was cut into several chunks that each repeat the question);
-* each FAQPage JSON-LD pair the crawl read (kb/facts.CrawlFacts.faq) whose question is in no FAQ chunk
+* each FAQPage JSON-LD pair the crawl read (kb/crawl_facts.CrawlFacts.faq) whose question is in no FAQ chunk
   (the page shows it some other way): its own answer is a passage of its page;
 * each question the last check asked that is no longer one of these, for CARRY_CHECKS checks after it
   went, so that the owner learns the assistant lost the answer: when its page is no longer learned

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Self
 from scrapy.exceptions import NotConfigured
 
 from helppuff_crawl.items import Page
-from helppuff_crawl.text.facts import extract_facts
+from helppuff_crawl.text.structured_data import extract_facts
 from helppuff_crawl.text.markdown import extract
 from helppuff_crawl.web.categories import DEFAULT_EXCLUDE, categorize, decide_tick
 

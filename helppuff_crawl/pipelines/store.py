@@ -74,9 +74,9 @@ from helppuff_crawl.items import Page
 from helppuff_crawl.kb import pages
 from helppuff_crawl.kb.after_crawl import after_crawl
 from helppuff_crawl.kb.database import BackendConfig
-from helppuff_crawl.kb.facts import FACTS_FIRST, CrawlFacts
+from helppuff_crawl.kb.crawl_facts import FACTS_FIRST, CrawlFacts
 from helppuff_crawl.kb.learn import Lesson
-from helppuff_crawl.kb.page_facts import CrawlPageTexts
+from helppuff_crawl.kb.facts_detect import CrawlPageTexts
 from helppuff_crawl.kb.write_queue import PageWriteQueue
 from helppuff_crawl.kb.writer import (
     IndexConfig,

@@ -23,7 +23,7 @@ the same pages' usual names in German, French, Spanish, Italian, Dutch and Portu
 "/anfahrt", "/leistungen", "/horaires", "/contacto", "/chi-siamo", "/openingstijden"): a small
 business names its pages in its own language, and the Worker leans questions towards categories
 (a phone number or opening hours towards contact, where a page of opening hours belongs too), and
-the facts are read from the contact pages (kb/page_facts.py). So "/cartography" is not cart, "/bookkeeping" is not booking and
+the facts are read from the contact pages (kb/facts_detect.py). So "/cartography" is not cart, "/bookkeeping" is not booking and
 "/facebook" is not book. Keys starting with "^" must start the segment ("/terms" is policy,
 "/plumbing-terms-explained" is not; "/returns" is policy, "/tax-returns" is not). Location pages also match the usual small-business shapes:
 a trade followed by a place ("/plumber-melbourne", "/electricians-st-kilda") or a trade, then

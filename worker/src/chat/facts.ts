@@ -1,7 +1,7 @@
 /**
  * The business details the assistant receives with every answer, from D1 `facts` (one row per
  * key, `value` JSON). The crawler never overwrites a key the owner set, so the stored value is
- * already the one that wins. Keys (helppuff_crawl/kb/facts.py): name, telephone, phones, email,
+ * already the one that wins. Keys (helppuff_crawl/kb/crawl_facts.py): name, telephone, phones, email,
  * emails, address, hours ({day: [[opens, closes]]}), areas, price_range, description, locations
  * (the business's other places: [{name, address, telephone, hours}]); any other
  * key is an owner's own entry, shown with its key as the label. `_site_blocks` (site-wide blocks

@@ -126,7 +126,7 @@ export function dayHoursText(hours: WeeklyHours, day: Day): string {
 }
 
 /**
- * A week on one line, runs of days with the same hours together (helppuff_crawl/text/facts.py
+ * A week on one line, runs of days with the same hours together (helppuff_crawl/text/facts_passage.py
  * week_text): "Monday-Wednesday 08:00-17:30, Thursday 08:00-20:00, Friday-Sunday closed".
  */
 export function weekText(hours: WeeklyHours): string {

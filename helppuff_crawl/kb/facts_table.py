@@ -1,12 +1,9 @@
 """The business facts in D1 `facts`, and the facts passage built from them.
 
 Facts are stored one row per key (`facts.value` is JSON); a crawl writes the keys it found (source
-"crawl") and never touches a key the owner set (source "owner"). The passage, one page of passages at
-the contract's facts URL (helppuff://facts), is rebuilt from the stored rows, so the owner's values
-win in it; "what's your number?" always has something to find.
-
-During a crawl, `CrawlFacts` collects each page's facts; the home, contact and about pages' win over
-the others' when they are merged.
+"crawl", crawl_facts.py and facts_detect.py) and never touches a key the owner set (source "owner").
+The passage, one page of passages at the contract's facts URL (helppuff://facts), is rebuilt from the
+stored rows, so the owner's values win in it; "what's your number?" always has something to find.
 """
 
 from __future__ import annotations
@@ -21,19 +18,12 @@ from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.writer import KnowledgeWriter
-from helppuff_crawl.text.facts import Facts, Location, facts_passage, merge_facts, week_from_json
+from helppuff_crawl.text.business_facts import Facts, Location
+from helppuff_crawl.text.facts_passage import facts_passage
+from helppuff_crawl.text.hours import week_from_json
 
 SITE_BLOCKS_KEY = "_site_blocks"  # furniture with contact details/hours, kept once with the facts
-FACT_KEYS = ("name", "telephone", "email", "address", "hours", "areas", "price_range", "phones", "emails",
-             "description", "locations")
 _LABELS = {"hours": "Opening hours"}
-FACTS_FIRST = ("home", "contact", "about")  # facts from these pages win over the others
-
-
-def fact_values(facts: Facts) -> dict[str, Any]:
-    """The non-empty facts worth storing, JSON-ready (hours as {day: [[opens, closes]]})."""
-    data = facts.as_dict()
-    return {key: data[key] for key in FACT_KEYS if data.get(key)}
 
 
 def parse_owner_value(text: str) -> Any:
@@ -77,30 +67,6 @@ def passage(rows: Iterable[Mapping[str, Any]], site_blocks: Sequence[str] = (), 
     return text
 
 
-class CrawlFacts:
-    """The facts a crawl found, page by page, and the furniture blocks that carried contact details."""
-
-    def __init__(self) -> None:
-        self._found: list[tuple[int, str, Facts]] = []
-        self.site_blocks: list[str] = []
-
-    def add(self, category: str, url: str, facts: Mapping[str, Any], site_blocks: Sequence[str] = ()) -> None:
-        found = Facts.from_dict(facts)
-        found.hours = {day: [tuple(span) for span in spans] for day, spans in found.hours.items()}
-        rank = FACTS_FIRST.index(category) if category in FACTS_FIRST else len(FACTS_FIRST)
-        self._found.append((rank, url, found))
-        self.site_blocks.extend(site_blocks)
-
-    def faq(self) -> list[tuple[str, str, str]]:
-        """The FAQPage JSON-LD pairs read, as (page URL, question, answer), by URL (the self-check asks them)."""
-        return [(url, q, a) for _, url, found in sorted(self._found, key=lambda entry: entry[1]) for q, a in found.faq]
-
-    def values(self) -> dict[str, Any]:
-        """The merged facts worth storing: home, contact and about pages first, then by URL."""
-        ordered = [facts for _, _, facts in sorted(self._found, key=lambda entry: (entry[0], entry[1]))]
-        return fact_values(merge_facts(ordered)) if ordered else {}
-
-
 async def save_crawl_facts(kb: KnowledgeBase, site: str, values: Mapping[str, Any], source_url: str = "") -> None:
     """Write the crawl's facts; a key the owner set is never overwritten."""
     now = iso(utc_now())
@@ -113,15 +79,6 @@ async def save_crawl_facts(kb: KnowledgeBase, site: str, values: Mapping[str, An
     ]
     if statements:
         await kb.batch(statements)
-
-
-async def save_crawl(kb: KnowledgeBase, site: str, crawl: CrawlFacts, start_url: str) -> None:
-    """Store what a crawl found: its merged facts, and the furniture blocks with contact details."""
-    values = crawl.values()
-    if values:
-        await save_crawl_facts(kb, site, values, start_url)
-    if crawl.site_blocks:
-        await save_crawl_facts(kb, site, {SITE_BLOCKS_KEY: list(dict.fromkeys(crawl.site_blocks))})
 
 
 async def set_owner_fact(kb: KnowledgeBase, site: str, key: str, value: Any) -> None:

@@ -13,9 +13,9 @@ number and opening hours, as ../shared/data/sites/mr-tu-bakery's location.html d
   something that is not that object (not JSON, or an object with none of its fields, as a small
   model may write; "{}" says the pages write none), is noted, and the rule-based reader reads the
   pages instead;
-- without one (the local default), text/page_facts.read_rules: hours lines, phone and email patterns.
+- without one (the local default), text/contact_details.read_rules: hours lines, phone and email patterns.
 
-Either way every candidate is checked against the page text (text/page_facts.check: an invented
+Either way every candidate is checked against the page text (text/fact_checks.check: an invented
 number, address or clock is not in the page) and a failing one is dropped with its reason.
 
 The pages' text: for each stored contact, home and location page (D1 `pages`, learned this crawl or
@@ -44,17 +44,11 @@ from urllib.parse import urlsplit
 from helppuff_crawl.cloudflare.client import CloudflareError
 from helppuff_crawl.schema import contract
 from helppuff_crawl.kb.database import KnowledgeBase
-from helppuff_crawl.kb.facts import SITE_BLOCKS_KEY, save_crawl_facts
+from helppuff_crawl.kb.facts_table import SITE_BLOCKS_KEY, save_crawl_facts
 from helppuff_crawl.kb.site_settings import get_site_settings
 from helppuff_crawl.local.errors import AIError
-from helppuff_crawl.text.page_facts import (
-    FACT_KEYS,
-    Candidate,
-    PageText,
-    check_all,
-    footer_text,
-    read_rules,
-)
+from helppuff_crawl.text.contact_details import FACT_KEYS, Candidate, PageText, footer_text, read_rules
+from helppuff_crawl.text.fact_checks import check_all
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""helppuff_crawl.text.facts: business facts from JSON-LD, microdata, RDFa and links, on inline HTML."""
+"""helppuff_crawl.text.structured_data: business facts from JSON-LD, microdata, RDFa and links, on inline HTML."""
 
 from __future__ import annotations
 
@@ -7,25 +7,19 @@ from typing import Any
 
 import pytest
 
-from helppuff_crawl.text.facts import (
-    DAYS,
-    Facts,
-    Location,
-    extract_facts,
-    facts_passage,
-    merge_facts,
-    week_text,
-)
+from helppuff_crawl.text.business_facts import Facts, Location
+from helppuff_crawl.text.hours import DAYS
+from helppuff_crawl.text.structured_data import extract_facts
 
 
-def _jsonld(*blocks: Any) -> str:
+def jsonld_page(*blocks: Any) -> str:
     scripts = "".join(
         f"<script type='application/ld+json'>{b if isinstance(b, str) else json.dumps(b)}</script>" for b in blocks
     )
     return f"<html><head>{scripts}</head><body><p>Page</p></body></html>"
 
 
-def _week(**days: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
+def week_of(**days: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
     return {day: days.get(day, []) for day in DAYS}
 
 
@@ -41,10 +35,10 @@ WORKDAYS = {day: [("08:00", "17:00")] for day in DAYS[:5]}
 
 
 def test_local_business() -> None:
-    facts = extract_facts(_jsonld(PLUMBER))
+    facts = extract_facts(jsonld_page(PLUMBER))
     assert facts == Facts(
         name="Acme Plumbing", telephone="03 9999 9999", email="hello@acme.example",
-        address="1 Smith St, Richmond, VIC, 3121, AU", hours=_week(**WORKDAYS, Saturday=[("09:00", "12:00")]),
+        address="1 Smith St, Richmond, VIC, 3121, AU", hours=week_of(**WORKDAYS, Saturday=[("09:00", "12:00")]),
         areas=["Richmond", "Hawthorn"], price_range="$$",
     )
 
@@ -69,12 +63,12 @@ BUSINESS_SHAPES = [
 
 @pytest.mark.parametrize(("data", "name"), BUSINESS_SHAPES)
 def test_business_shapes(data: Any, name: str) -> None:
-    facts = extract_facts(_jsonld(data))
+    facts = extract_facts(jsonld_page(data))
     assert (facts.name, facts.problems) == (name, [])
 
 
 def test_gaps_are_filled_from_the_other_business_entities() -> None:
-    facts = extract_facts(_jsonld({"@type": "Plumber", "name": "Acme"},
+    facts = extract_facts(jsonld_page({"@type": "Plumber", "name": "Acme"},
                                   {"@type": "Organization", "name": "Acme Group", "telephone": "1300 000 000"}))
     assert (facts.name, facts.telephone) == ("Acme", "1300 000 000")
 
@@ -93,38 +87,14 @@ CLINIC = {
 
 
 def test_a_second_location_is_kept_apart() -> None:
-    facts = extract_facts(_jsonld(CLINIC))
+    facts = extract_facts(jsonld_page(CLINIC))
     assert (facts.name, facts.telephone, facts.address) == ("Northside Dental", "07 3350 4120", "812 Gympie Rd, Chermside")
-    assert facts.hours == _week(**{day: [("08:00", "18:00")] for day in DAYS[:5]})  # not Aspley's
+    assert facts.hours == week_of(**{day: [("08:00", "18:00")] for day in DAYS[:5]})  # not Aspley's
     assert facts.locations == [Location(
         name="Northside Dental Aspley", address="1401 Albany Creek Rd, Aspley", telephone="07 3263 8810",
-        hours=_week(**{day: [("08:00", "17:30")] for day in DAYS[:3]}, Thursday=[("08:00", "19:00")]),
+        hours=week_of(**{day: [("08:00", "17:30")] for day in DAYS[:3]}, Thursday=[("08:00", "19:00")]),
     )]
     assert json.loads(json.dumps(facts.as_dict()))["locations"][0]["hours"]["Thursday"] == [["08:00", "19:00"]]
-
-
-def test_locations_merge_by_address() -> None:
-    aspley = Location(name="Aspley", address="1401 Albany Creek Rd, Aspley")
-    home = Facts(address="812 Gympie Rd", locations=[aspley])
-    page = Facts(locations=[Location(address="1401 ALBANY CREEK RD ASPLEY", telephone="07 3263 8810"),
-                            Location(name="Main", address="812 Gympie Rd.")])
-    merged = merge_facts([home, page])
-    assert merged.locations == [Location(name="Aspley", address="1401 Albany Creek Rd, Aspley", telephone="07 3263 8810")]
-    assert home.locations == [aspley] and aspley.telephone == ""  # the pages' facts are left as they were
-
-
-@pytest.mark.parametrize(
-    ("hours", "line"),
-    [
-        (_week(**{day: [("08:00", "17:30")] for day in DAYS[:3]}, Thursday=[("08:00", "19:00")]),
-         "Monday-Wednesday 08:00-17:30, Thursday 08:00-19:00, Friday-Sunday closed"),
-        (_week(Saturday=[("09:00", "12:00"), ("13:00", "15:00")]),
-         "Monday-Friday closed, Saturday 09:00-12:00 and 13:00-15:00, Sunday closed"),
-        ({day: [("00:00", "24:00")] for day in DAYS}, "Monday-Sunday 00:00-24:00"),
-    ],
-)
-def test_week_text(hours: dict[str, list[tuple[str, str]]], line: str) -> None:
-    assert week_text(hours) == line
 
 
 @pytest.mark.parametrize(
@@ -136,20 +106,20 @@ def test_week_text(hours: dict[str, list[tuple[str, str]]], line: str) -> None:
     ],
 )
 def test_address(address: Any, line: str) -> None:
-    assert extract_facts(_jsonld({"@type": "Plumber", "address": address})).address == line
+    assert extract_facts(jsonld_page({"@type": "Plumber", "address": address})).address == line
 
 
 OPENING_HOURS = [
-    pytest.param("Mo-Fr 08:00-17:00", _week(**WORKDAYS), id="range"),
-    pytest.param("Mo,Tu,We 09:00-17:00", _week(Monday=[("09:00", "17:00")], Tuesday=[("09:00", "17:00")],
+    pytest.param("Mo-Fr 08:00-17:00", week_of(**WORKDAYS), id="range"),
+    pytest.param("Mo,Tu,We 09:00-17:00", week_of(Monday=[("09:00", "17:00")], Tuesday=[("09:00", "17:00")],
                                                 Wednesday=[("09:00", "17:00")]), id="day-list"),
-    pytest.param(["Sa 09:00-12:00"], _week(Saturday=[("09:00", "12:00")]), id="one-day"),
-    pytest.param("Mo 08:00-12:00,13:00-17:00", _week(Monday=[("08:00", "12:00"), ("13:00", "17:00")]), id="split-day"),
-    pytest.param("Sa-Mo 10:00-14:00", _week(Saturday=[("10:00", "14:00")], Sunday=[("10:00", "14:00")],
+    pytest.param(["Sa 09:00-12:00"], week_of(Saturday=[("09:00", "12:00")]), id="one-day"),
+    pytest.param("Mo 08:00-12:00,13:00-17:00", week_of(Monday=[("08:00", "12:00"), ("13:00", "17:00")]), id="split-day"),
+    pytest.param("Sa-Mo 10:00-14:00", week_of(Saturday=[("10:00", "14:00")], Sunday=[("10:00", "14:00")],
                                             Monday=[("10:00", "14:00")]), id="wraps-the-week"),
-    pytest.param("Mo-Fr 08:00-17:00 Sa 9:00-12:00", _week(**WORKDAYS, Saturday=[("09:00", "12:00")]),
+    pytest.param("Mo-Fr 08:00-17:00 Sa 9:00-12:00", week_of(**WORKDAYS, Saturday=[("09:00", "12:00")]),
                  id="two-specs-in-one-string"),
-    pytest.param("Monday-Friday 8am-5:30pm", _week(**{d: [("08:00", "17:30")] for d in DAYS[:5]}),
+    pytest.param("Monday-Friday 8am-5:30pm", week_of(**{d: [("08:00", "17:30")] for d in DAYS[:5]}),
                  id="words-and-am-pm"),
     pytest.param("24/7", {day: [("00:00", "24:00")] for day in DAYS}, id="always"),
 ]
@@ -157,31 +127,31 @@ OPENING_HOURS = [
 
 @pytest.mark.parametrize(("value", "week"), OPENING_HOURS)
 def test_opening_hours_strings(value: Any, week: dict[str, list[tuple[str, str]]]) -> None:
-    facts = extract_facts(_jsonld({"@type": "Plumber", "openingHours": value}))
+    facts = extract_facts(jsonld_page({"@type": "Plumber", "openingHours": value}))
     assert (facts.hours, facts.problems) == (week, [])
 
 
 SPECIFICATIONS = [
     pytest.param({"@type": "OpeningHoursSpecification", "dayOfWeek": "Monday", "opens": "08:00", "closes": "17:00"},
-                 _week(Monday=[("08:00", "17:00")]), id="one-object"),
+                 week_of(Monday=[("08:00", "17:00")]), id="one-object"),
     pytest.param([{"dayOfWeek": "https://schema.org/Tuesday", "opens": "08:00:00", "closes": "16:30:00"},
                   {"dayOfWeek": "http://schema.org/Saturday", "opens": "9:00", "closes": "12:00"}],
-                 _week(Tuesday=[("08:00", "16:30")], Saturday=[("09:00", "12:00")]), id="list-and-urls"),
+                 week_of(Tuesday=[("08:00", "16:30")], Saturday=[("09:00", "12:00")]), id="list-and-urls"),
     pytest.param({"dayOfWeek": ["Monday", "Friday"], "opens": "07:00", "closes": "15:00"},
-                 _week(Monday=[("07:00", "15:00")], Friday=[("07:00", "15:00")]), id="day-list"),
+                 week_of(Monday=[("07:00", "15:00")], Friday=[("07:00", "15:00")]), id="day-list"),
     pytest.param([{"dayOfWeek": "Monday", "opens": "08:00", "closes": "17:00"},
                   {"dayOfWeek": "Sunday", "opens": "00:00", "closes": "00:00"}],
-                 _week(Monday=[("08:00", "17:00")]), id="closed-all-day"),
+                 week_of(Monday=[("08:00", "17:00")]), id="closed-all-day"),
     pytest.param([{"dayOfWeek": "Monday", "opens": "08:00", "closes": "17:00"},
                   {"dayOfWeek": "Monday", "opens": "10:00", "closes": "14:00", "validFrom": "2024-12-25",
                    "validThrough": "2024-12-25"}],
-                 _week(Monday=[("08:00", "17:00")]), id="holiday-special-skipped"),
+                 week_of(Monday=[("08:00", "17:00")]), id="holiday-special-skipped"),
 ]
 
 
 @pytest.mark.parametrize(("spec", "week"), SPECIFICATIONS)
 def test_opening_hours_specification(spec: Any, week: dict[str, list[tuple[str, str]]]) -> None:
-    facts = extract_facts(_jsonld({"@type": "Dentist", "openingHoursSpecification": spec}))
+    facts = extract_facts(jsonld_page({"@type": "Dentist", "openingHoursSpecification": spec}))
     assert (facts.hours, facts.problems) == (week, [])
 
 
@@ -195,12 +165,12 @@ def test_opening_hours_specification(spec: Any, week: dict[str, list[tuple[str, 
     ],
 )
 def test_areas_served(area: Any, areas: list[str], problems: list[str]) -> None:
-    facts = extract_facts(_jsonld({"@type": "Plumber", "areaServed": area}))
+    facts = extract_facts(jsonld_page({"@type": "Plumber", "areaServed": area}))
     assert (facts.areas, facts.problems) == (areas, problems)
 
 
 def test_odd_values_are_skipped_and_listed() -> None:
-    facts = extract_facts(_jsonld({"@type": "Plumber", "name": "Acme", "telephone": 399999999, "priceRange": 3,
+    facts = extract_facts(jsonld_page({"@type": "Plumber", "name": "Acme", "telephone": 399999999, "priceRange": 3,
                                    "openingHours": "whenever", "openingHoursSpecification": [
                                        {"dayOfWeek": "Funday", "opens": "08:00", "closes": "17:00"}, "Mo"]}))
     assert (facts.name, facts.telephone, facts.price_range, facts.hours) == ("Acme", "", "", {})
@@ -214,7 +184,7 @@ def test_odd_values_are_skipped_and_listed() -> None:
 
 
 def test_broken_json_in_one_block_keeps_the_others() -> None:
-    facts = extract_facts(_jsonld(
+    facts = extract_facts(jsonld_page(
         {"@type": "WebSite", "name": "Site"},
         '{"@type": "Plumber", "name": "Broken",',
         {"@type": "Plumber", "name": "Acme", "telephone": "03 9999 9999"},
@@ -233,12 +203,12 @@ def test_broken_json_in_one_block_keeps_the_others() -> None:
     ],
 )
 def test_common_json_ld_slips_are_read(raw: str) -> None:
-    facts = extract_facts(_jsonld(raw))
+    facts = extract_facts(jsonld_page(raw))
     assert (facts.name, facts.problems) == ("Acme", [])
 
 
 def test_unknown_types_are_listed_and_skipped() -> None:
-    facts = extract_facts(_jsonld({"@type": "Foo", "name": "x", "telephone": "1"},
+    facts = extract_facts(jsonld_page({"@type": "Foo", "name": "x", "telephone": "1"},
                                   [1, {"@type": "Dentist", "name": "D"}]))
     assert (facts.name, facts.telephone) == ("D", "")
     assert facts.problems == ["unknown type Foo", "structured data: int where an object was expected"]
@@ -253,7 +223,7 @@ def test_faq_page() -> None:
     ]}
     single = {"@type": "FAQPage", "mainEntity": {"@type": "Question", "name": "Parking?",
                                                  "acceptedAnswer": {"text": "Out the back."}}}
-    assert extract_facts(_jsonld(faq, single)).faq == [
+    assert extract_facts(jsonld_page(faq, single)).faq == [
         ("Do you charge a call-out fee?", "Yes, $99. Waived if you go ahead."),
         ("Weekends?", "Saturdays."),
         ("Parking?", "Out the back."),
@@ -285,7 +255,7 @@ def test_microdata() -> None:
     )
     facts = extract_facts(html, "https://acme.example/")
     assert (facts.name, facts.telephone, facts.address, facts.hours) == (
-        "Acme", "03 9999 9999", "1 Smith St, Richmond", _week(Saturday=[("09:00", "12:00")]))
+        "Acme", "03 9999 9999", "1 Smith St, Richmond", week_of(Saturday=[("09:00", "12:00")]))
 
 
 def test_rdfa() -> None:
@@ -304,91 +274,3 @@ def test_nothing_to_read(html: str | bytes) -> None:
     assert extract_facts(html) == Facts()
 
 
-def test_as_dict_is_json_ready() -> None:
-    facts = extract_facts(_jsonld(PLUMBER, {"@type": "FAQPage", "mainEntity": {
-        "@type": "Question", "name": "Q?", "acceptedAnswer": {"text": "A."}}}))
-    data = json.loads(json.dumps(facts.as_dict()))
-    assert data["hours"]["Monday"] == [["08:00", "17:00"]]
-    assert data["hours"]["Sunday"] == []
-    assert data["faq"] == [["Q?", "A."]]
-    assert data["areas"] == ["Richmond", "Hawthorn"]
-
-
-def test_merge_facts() -> None:
-    home = Facts(name="Acme", phones=["+61399999999"], areas=["Kew"], problems=["unknown type Foo"])
-    contact = Facts(name="Acme Contact", telephone="03 9999 9999", email="hello@acme.example",
-                    hours=_week(Monday=[("08:00", "17:00")]), areas=["Kew", "Carlton"], phones=["+61399999999"])
-    other = Facts(address="1 Smith St", hours=_week(Sunday=[("10:00", "12:00")]), faq=[("Q?", "A.")])
-    merged = merge_facts([home, contact, other])
-    assert merged == Facts(
-        name="Acme", telephone="03 9999 9999", email="hello@acme.example", address="1 Smith St",
-        hours=_week(Monday=[("08:00", "17:00")]), areas=["Kew", "Carlton"], phones=["+61399999999"],
-        faq=[("Q?", "A.")], problems=["unknown type Foo"],
-    )
-    assert merge_facts([]) == Facts()
-
-
-def test_facts_passage() -> None:
-    facts = Facts(name="Acme Plumbing", telephone="03 9999 9999", phones=["+61399999999", "+61400000000"],
-                  email="Hello@Acme.example", emails=["hello@acme.example", "jobs@acme.example"],
-                  address="1 Smith St, Richmond",
-                  hours=_week(**WORKDAYS, Saturday=[("09:00", "12:00"), ("13:00", "15:00")]),
-                  areas=["Richmond", "Kew"], price_range="$$")
-    assert facts_passage(facts) == (
-        "# Business details\n\n"
-        "- Name: Acme Plumbing\n"
-        "- Phone: 03 9999 9999, +61400000000\n"
-        "- Email: hello@acme.example, jobs@acme.example\n"
-        "- Address: 1 Smith St, Richmond\n"
-        "- Areas served: Richmond, Kew\n"
-        "- Price range: $$\n\n"
-        "Opening hours:\n\n"
-        "| Day | Hours |\n| --- | --- |\n"
-        "| Monday | 08:00-17:00 |\n| Tuesday | 08:00-17:00 |\n| Wednesday | 08:00-17:00 |\n"
-        "| Thursday | 08:00-17:00 |\n| Friday | 08:00-17:00 |\n| Saturday | 09:00-12:00, 13:00-15:00 |\n"
-        "| Sunday | Closed |"
-    )
-
-
-def test_facts_passage_names_where_the_hours_are_and_the_other_locations() -> None:
-    facts = extract_facts(_jsonld(CLINIC))
-    assert facts_passage(facts) == (
-        "# Business details\n\n"
-        "- Name: Northside Dental\n"
-        "- Phone: 07 3350 4120\n"
-        "- Address: 812 Gympie Rd, Chermside\n\n"
-        "Opening hours at 812 Gympie Rd, Chermside:\n\n"
-        "| Day | Hours |\n| --- | --- |\n"
-        "| Monday | 08:00-18:00 |\n| Tuesday | 08:00-18:00 |\n| Wednesday | 08:00-18:00 |\n"
-        "| Thursday | 08:00-18:00 |\n| Friday | 08:00-18:00 |\n| Saturday | Closed |\n| Sunday | Closed |\n\n"
-        "Other locations:\n\n"
-        "- Northside Dental Aspley: 1401 Albany Creek Rd, Aspley; phone 07 3263 8810; "
-        "hours Monday-Wednesday 08:00-17:30, Thursday 08:00-19:00, Friday-Sunday closed"
-    )
-
-
-@pytest.mark.parametrize(
-    ("facts", "site_name", "passage"),
-    [
-        (Facts(), "", ""),
-        (Facts(), "Acme", "# Business details\n\n- Name: Acme"),
-        (Facts(phones=["+61399999999"]), "", "# Business details\n\n- Phone: +61399999999"),
-        (Facts(name="Real name"), "Acme", "# Business details\n\n- Name: Real name"),
-    ],
-)
-def test_facts_passage_has_only_lines_with_values(facts: Facts, site_name: str, passage: str) -> None:
-    assert facts_passage(facts, site_name) == passage
-
-
-def test_from_dict_round_trips_as_dict() -> None:
-    for facts in (extract_facts(_jsonld(CLINIC)), extract_facts(_jsonld(PLUMBER, {"@type": "FAQPage", "mainEntity": {
-            "@type": "Question", "name": "Q?", "acceptedAnswer": {"text": "A."}}}))):
-        assert Facts.from_dict(json.loads(json.dumps(facts.as_dict()))) == facts
-
-
-def test_from_dict_leaves_odd_values_out() -> None:
-    data = {"name": 3, "telephone": "07 1234", "hours": [1], "faq": [["Q?"], ["Q?", "A."]], "areas": "Kew",
-            "locations": [{"name": "No address"}, "text", {"address": "5 Lutwyche Rd", "hours": {"Monday": [["a"]]}}],
-            "unknown": "ignored"}
-    assert Facts.from_dict(data) == Facts(telephone="07 1234", faq=[("Q?", "A.")],
-                                          locations=[Location(address="5 Lutwyche Rd", hours={"Monday": []})])

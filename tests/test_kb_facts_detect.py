@@ -1,4 +1,4 @@
-"""helppuff_crawl.kb.page_facts: the gaps structured data leaves, filled from the stored contact, home and location pages.
+"""helppuff_crawl.kb.facts_detect: the gaps structured data leaves, filled from the stored contact, home and location pages.
 
 The chat model is FakeChatServer (tests/test_local_chat.py), a fake OpenAI-compatible chat server on
 loopback that answers with scripted chat completions, reached as HELPPUFF_LOCAL_CHAT_URL is; Workers
@@ -14,15 +14,15 @@ import pytest_twisted
 
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.cloudflare.client import CloudflareClient, HttpTransport
-from helppuff_crawl.kb.facts import save_crawl_facts, set_owner_fact
-from helppuff_crawl.kb.page_facts import (
+from helppuff_crawl.kb.facts_table import save_crawl_facts, set_owner_fact
+from helppuff_crawl.kb.facts_detect import (
     SYSTEM_PROMPT,
     PageFactsConfig,
     WorkersAIChat,
     detect,
     site_model_and_regions,
 )
-from helppuff_crawl.text.facts import DAYS
+from helppuff_crawl.text.hours import DAYS
 from tests.conftest import local_kb, run_async
 from tests.fake_cloudflare import Canned, FakeCloudflare
 from tests.test_local_chat import FakeChatServer
@@ -187,12 +187,13 @@ def test_the_model_path_drops_what_the_page_does_not_write(tmp_path: Path):  # t
         server.close()
 
 
-async def _not_json(tmp_path: Path, server: FakeChatServer) -> None:
+async def _left_to_the_rules(tmp_path: Path, server: FakeChatServer, why: str) -> None:
+    """The model's answer is noted (`why`, in the note) and the rule-based reader reads the pages instead."""
     kb = local_kb(tmp_path)
     await _seed(kb, owner_hours=False)
     found = await detect(kb, "bayside", PageFactsConfig(server.url), dry_run=True)
     assert found.reader == "rules" and len(server.requests) == 1
-    assert found.notes and "is not a JSON object" in found.notes[0] and "rule-based reader" in found.notes[0]
+    assert found.notes and why in found.notes[0] and "rule-based reader" in found.notes[0]
     assert {c.key for c in found.kept} == {"email", "hours", "address"}  # the rules read the same pages
     await kb.close()
 
@@ -201,19 +202,9 @@ async def _not_json(tmp_path: Path, server: FakeChatServer) -> None:
 def test_a_model_answer_that_is_not_json_leaves_it_to_the_rules(tmp_path: Path):  # type: ignore[no-untyped-def]
     server = FakeChatServer([(200, _completion("The phone number is 03 9555 0142."))])
     try:
-        yield run_async(_not_json(tmp_path, server))
+        yield run_async(_left_to_the_rules(tmp_path, server, "is not a JSON object"))
     finally:
         server.close()
-
-
-async def _wrong_shape(tmp_path: Path, server: FakeChatServer) -> None:
-    kb = local_kb(tmp_path)
-    await _seed(kb, owner_hours=False)
-    found = await detect(kb, "bayside", PageFactsConfig(server.url), dry_run=True)
-    assert found.reader == "rules" and len(server.requests) == 1
-    assert found.notes and "none of the fields asked for" in found.notes[0] and "rule-based reader" in found.notes[0]
-    assert {c.key for c in found.kept} == {"email", "hours", "address"}  # the rules read the same pages
-    await kb.close()
 
 
 @pytest_twisted.inlineCallbacks
@@ -223,7 +214,7 @@ def test_a_json_answer_with_none_of_the_fields_asked_for_leaves_it_to_the_rules(
     answer = '```json\n{"type": "json", "data": {"name": "Bayside Bike Repairs", "tags": ["bikes"]}}\n```'
     server = FakeChatServer([(200, _completion(answer))])
     try:
-        yield run_async(_wrong_shape(tmp_path, server))
+        yield run_async(_left_to_the_rules(tmp_path, server, "none of the fields asked for"))
     finally:
         server.close()
 

@@ -1,11 +1,13 @@
-"""helppuff_crawl.sitefacts: site facts as stored rows, and the facts passage built from them."""
+"""helppuff_crawl.kb.facts_table: site facts as stored rows, and the facts passage built from them."""
 
 from __future__ import annotations
 
 import json
 
-from helppuff_crawl.kb.facts import fact_values, passage
-from helppuff_crawl.text.facts import DAYS, Facts, Location
+from helppuff_crawl.kb.crawl_facts import fact_values
+from helppuff_crawl.kb.facts_table import passage
+from helppuff_crawl.text.business_facts import Facts, Location
+from helppuff_crawl.text.hours import DAYS
 
 ASPLEY = Location(name="Aspley", address="1401 Albany Creek Rd, Aspley", telephone="07 3263 8810",
                   hours={day: [("08:00", "17:30")] if day != "Sunday" else [] for day in DAYS})
@@ -13,17 +15,6 @@ ASPLEY = Location(name="Aspley", address="1401 Albany Creek Rd, Aspley", telepho
 
 def _rows(values: dict[str, object]) -> list[dict[str, str]]:
     return [{"key": key, "value": json.dumps(value)} for key, value in values.items()]
-
-
-def test_fact_values_keep_what_is_known_json_ready() -> None:
-    facts = Facts(name="Northside", address="812 Gympie Rd", locations=[ASPLEY], faq=[("Q?", "A.")],
-                  problems=["unknown type Foo"])
-    values = fact_values(facts)
-    assert set(values) == {"name", "address", "locations"}  # no empty keys, no FAQ, no problems
-    assert json.loads(json.dumps(values))["locations"] == [{
-        "name": "Aspley", "address": "1401 Albany Creek Rd, Aspley", "telephone": "07 3263 8810",
-        "hours": {day: [["08:00", "17:30"]] if day != "Sunday" else [] for day in DAYS},
-    }]
 
 
 def test_the_passage_round_trips_stored_locations() -> None:

@@ -1,4 +1,4 @@
-"""Business facts from a page's structured data and links. Pure: no Scrapy import.
+"""Business facts from a page's structured data. Pure: no Scrapy import.
 
 `extract_facts(html, url)` reads:
 
@@ -8,19 +8,16 @@
   in its name), else an Organization-kin one, wherever it sits (top level, @graph, nested as a
   publisher or provider); gaps are filled from the other business entities. From it: name,
   telephone, email, address (a PostalAddress as one line, or a plain string), opening hours
-  (openingHours strings and openingHoursSpecification) as a weekly table, areas served and
-  price range. A LocalBusiness-kin entity at another address (a second clinic, a branch, often
-  nested as a `department`) is another location: its name, address, telephone and hours are kept
-  as such, never mixed into the business's own. FAQPage entities add their question/answer pairs
-  (HTML answers as text).
-- tel: and mailto: links (digits and "+" kept; the address only, lower-cased) and the meta
-  description.
+  (openingHours strings, read by hours.py, and openingHoursSpecification) as a weekly table, areas
+  served and price range. A LocalBusiness-kin entity at another address (a second clinic, a branch,
+  often nested as a `department`) is another location: its name, address, telephone and hours are
+  kept as such, never mixed into the business's own. FAQPage entities add their question/answer
+  pairs (HTML answers as text).
+- tel: and mailto: links (contact_details.py; digits and "+" kept; the address only, lower-cased)
+  and the meta description.
 
 Nothing here is fatal: invalid JSON, unknown types and odd values (numbers where text is
 expected, nested lists) are skipped and listed in `Facts.problems`.
-
-`merge_facts` combines pages into site facts and `facts_passage` writes the one Markdown passage
-that is always retrievable ("what's your number?").
 """
 
 from __future__ import annotations
@@ -28,94 +25,20 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from copy import deepcopy
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote
 
 import extruct
 import lxml.html
 from lxml import etree
 
+from helppuff_crawl.text.business_facts import Facts, Location, add_location, place_key
+from helppuff_crawl.text.contact_details import contact_links
+from helppuff_crawl.text.hours import DAYS, day_named, opening_clock, read_opening_hours
 from helppuff_crawl.text.html_text import block_text, collapse, decode_html, parse_html
 from helppuff_crawl.text.markdown import meta_description
 
 logger = logging.getLogger(__name__)
-
-DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-Week = dict[str, list[tuple[str, str]]]  # day -> [("08:00", "17:00")]; all 7 days or none
-
-
-@dataclass
-class Location:
-    """Another place of the business (a branch): what a visitor needs to find and call it."""
-
-    name: str = ""
-    address: str = ""
-    telephone: str = ""
-    hours: Week = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["hours"] = {day: [list(span) for span in spans] for day, spans in self.hours.items()}
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Location:
-        """From `as_dict` (or a stored value); odd values are left out."""
-        text = {key: data[key] if isinstance(data.get(key), str) else "" for key in ("name", "address", "telephone")}
-        return cls(**text, hours=week_from_json(data.get("hours")))
-
-
-def week_from_json(value: Any) -> Week:
-    """{day: [[opens, closes]]} (JSON) as a Week; anything else is an empty one."""
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(day): [(str(span[0]), str(span[1])) for span in spans if isinstance(span, list | tuple) and len(span) == 2]
-            for day, spans in value.items() if isinstance(spans, list)}
-
-
-@dataclass
-class Facts:
-    name: str = ""
-    telephone: str = ""  # as written in the structured data
-    email: str = ""  # lower-cased
-    address: str = ""  # one line: street, locality, region, postcode, country
-    hours: Week = field(default_factory=dict)
-    areas: list[str] = field(default_factory=list)  # areas served, as written
-    price_range: str = ""
-    phones: list[str] = field(default_factory=list)  # tel: links, digits and a leading "+"
-    emails: list[str] = field(default_factory=list)  # mailto: links, the address only, lower-cased
-    description: str = ""  # meta description, else og:description
-    faq: list[tuple[str, str]] = field(default_factory=list)  # FAQPage (question, answer) pairs
-    locations: list[Location] = field(default_factory=list)  # other places of the business
-    problems: list[str] = field(default_factory=list)  # what was skipped and why
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: hours as {"Monday": [["08:00", "17:00"]], ...}, faq as [[question, answer], ...]."""
-        data = asdict(self)
-        data["hours"] = {day: [list(span) for span in spans] for day, spans in self.hours.items()}
-        data["faq"] = [list(pair) for pair in self.faq]
-        data["locations"] = [location.as_dict() for location in self.locations]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Facts:
-        """From `as_dict` (what a crawled page item carries); unknown keys are ignored."""
-        facts = cls(**{key: data[key] for key in ("name", "telephone", "email", "address", "price_range",
-                                                   "description") if isinstance(data.get(key), str)})
-        for key in ("areas", "phones", "emails", "problems"):
-            if isinstance(data.get(key), list):
-                setattr(facts, key, [str(value) for value in data[key]])
-        facts.hours = week_from_json(data.get("hours"))
-        facts.faq = [(str(pair[0]), str(pair[1])) for pair in data.get("faq") or []
-                     if isinstance(pair, list | tuple) and len(pair) == 2]
-        facts.locations = [Location.from_dict(value) for value in data.get("locations") or []
-                           if isinstance(value, Mapping) and value.get("address")]
-        return facts
 
 
 # -- types ---------------------------------------------------------------------------------------------------
@@ -206,8 +129,8 @@ def extract_facts(html: str | bytes, url: str = "") -> Facts:
     businesses = sorted((node for node in nodes if _rank(_types(node))), key=lambda n: -_rank(_types(n)))
     for node in businesses:
         address = _address(node.get("address"), problems) if facts.address else ""
-        if address and _rank(_types(node)) == 2 and _place_key(address) != _place_key(facts.address):
-            _add_location(facts, _location(node, address, problems))
+        if address and _rank(_types(node)) == 2 and place_key(address) != place_key(facts.address):
+            add_location(facts, _location(node, address, problems))
         else:
             _fill(facts, node, problems)
     for node in nodes:
@@ -215,7 +138,7 @@ def extract_facts(html: str | bytes, url: str = "") -> Facts:
             for pair in _faq(node, problems):
                 if pair not in facts.faq:
                     facts.faq.append(pair)
-    facts.phones, facts.emails = _contact_links(doc)
+    facts.phones, facts.emails = contact_links(doc)
     if facts.problems:
         logger.debug("Facts on %s: %s", url or "a page", "; ".join(facts.problems))
     return facts
@@ -377,26 +300,6 @@ def _location(node: dict[str, Any], address: str, problems: list[str]) -> Locati
         hours=_hours(node, problems),
     )
 
-
-def _place_key(address: str) -> str:
-    """Addresses compared without case, punctuation or spacing."""
-    return re.sub(r"[\W_]+", "", address.lower())
-
-
-def _add_location(facts: Facts, location: Location) -> None:
-    """Add a location unless its address is the business's own or already listed (then fill its gaps)."""
-    key = _place_key(location.address)
-    if not key or key == _place_key(facts.address):
-        return
-    for known in facts.locations:
-        if _place_key(known.address) == key:
-            known.name = known.name or location.name
-            known.telephone = known.telephone or location.telephone
-            known.hours = known.hours or location.hours
-            return
-    facts.locations.append(location)
-
-
 _ADDRESS_PARTS = ("streetAddress", "addressLocality", "addressRegion", "postalCode", "addressCountry")
 
 
@@ -427,94 +330,33 @@ def _areas(value: Any, problems: list[str]) -> list[str]:
 
 # -- opening hours -------------------------------------------------------------------------------------------
 
-_DAY_PREFIXES = {day[:2].lower(): day for day in DAYS}
-_CLOCK = r"\d{1,2}(?:[:.]\d{2})?(?::\d{2})?\s*(?:[ap]\.?m\.?)?"
-_RANGE = rf"{_CLOCK}\s*[-–]\s*{_CLOCK}"
-_SPEC = re.compile(
-    rf"(?P<days>[A-Za-z]{{2,9}}(?:\s*[-–,]\s*[A-Za-z]{{2,9}})*)\s*:?\s*(?P<times>{_RANGE}(?:\s*,\s*{_RANGE})*)",
-    re.IGNORECASE,
-)
-_TIME = re.compile(r"(\d{1,2})(?:[:.](\d{2}))?(?::\d{2})?\s*(?:([ap])\.?m\.?)?", re.IGNORECASE)
-
 
 def _hours(node: dict[str, Any], problems: list[str]) -> dict[str, list[tuple[str, str]]]:
     """The weekly table from openingHours strings and openingHoursSpecification objects."""
     table: dict[str, list[tuple[str, str]]] = {day: [] for day in DAYS}
-    raw = node.get("openingHours")
-    for value in raw if isinstance(raw, list) else [raw]:
-        if value is None:
+    for value in _each(node.get("openingHours"), str, "openingHours", "text", problems):
+        week = read_opening_hours(value)
+        if week is None:
+            problems.append(f"openingHours: cannot read {collapse(value)!r}")
             continue
-        if not isinstance(value, str):
-            problems.append(f"openingHours: {type(value).__name__} where text was expected")
-            continue
-        _read_hours_text(value, table, problems)
-    specs = node.get("openingHoursSpecification")
-    for spec in specs if isinstance(specs, list) else [specs]:
-        if spec is None:
-            continue
-        if not isinstance(spec, dict):
-            problems.append(f"openingHoursSpecification: {type(spec).__name__} where an object was expected")
-            continue
+        for day, spans in week.items():
+            table[day].extend(spans)
+    for spec in _each(node.get("openingHoursSpecification"), dict, "openingHoursSpecification", "an object", problems):
         _read_hours_spec(spec, table, problems)
     if not any(table.values()):
         return {}
     return {day: sorted(set(spans)) for day, spans in table.items()}
 
 
-def _read_hours_text(value: str, table: dict[str, list[tuple[str, str]]], problems: list[str]) -> None:
-    text = collapse(value)
-    if re.fullmatch(r"(?i)24/7|24 hours|open 24 hours", text):
-        for day in DAYS:
-            table[day].append(("00:00", "24:00"))
-        return
-    matched = False
-    for match in _SPEC.finditer(text):
-        days = _day_list(match.group("days"))
-        spans = [_span(part) for part in re.split(r"\s*,\s*", match.group("times"))]
-        if not days or not all(spans):
+def _each(value: Any, kind: type, what: str, expected: str, problems: list[str]) -> Iterator[Any]:
+    """Each of a value or a list of values that is a `kind` (None skipped, anything else listed as a problem)."""
+    for item in value if isinstance(value, list) else [value]:
+        if item is None:
             continue
-        matched = True
-        for day in days:
-            table[day].extend(span for span in spans if span)
-    if not matched and not re.search(r"(?i)closed", text):
-        problems.append(f"openingHours: cannot read {text!r}")
-
-
-def _day_list(spec: str) -> list[str]:
-    """ "Mo-Fr" -> Monday..Friday; "Mo,We" -> Monday, Wednesday; "Sa-Mo" wraps round the week."""
-    days: list[str] = []
-    for part in re.split(r"\s*,\s*", spec.strip()):
-        ends = [_DAY_PREFIXES.get(token[:2].lower()) for token in re.split(r"\s*[-–]\s*", part)]
-        if not ends or None in ends or len(ends) > 2:
-            return []
-        first = DAYS.index(ends[0])
-        last = DAYS.index(ends[-1])
-        count = (last - first) % 7 + 1
-        days.extend(DAYS[(first + step) % 7] for step in range(count))
-    return days
-
-
-def _span(text: str) -> tuple[str, str] | None:
-    parts = re.split(r"\s*[-–]\s*", text.strip())
-    if len(parts) != 2:
-        return None
-    opens, closes = _clock(parts[0]), _clock(parts[1])
-    return (opens, closes) if opens and closes else None
-
-
-def _clock(text: str) -> str:
-    """ "8:00", "08:00:00", "8am", "5.30 pm" -> "08:00", "08:00", "08:00", "17:30"; "" when unreadable."""
-    match = _TIME.fullmatch(text.strip())
-    if not match:
-        return ""
-    hour, minute, half = int(match.group(1)), int(match.group(2) or 0), (match.group(3) or "").lower()
-    if half == "p" and hour < 12:
-        hour += 12
-    elif half == "a" and hour == 12:
-        hour = 0
-    if hour > 24 or minute > 59:
-        return ""
-    return f"{hour:02d}:{minute:02d}"
+        if not isinstance(item, kind):
+            problems.append(f"{what}: {type(item).__name__} where {expected} was expected")
+            continue
+        yield item
 
 
 def _read_hours_spec(spec: dict[str, Any], table: dict[str, list[tuple[str, str]]], problems: list[str]) -> None:
@@ -527,13 +369,13 @@ def _read_hours_spec(spec: dict[str, Any], table: dict[str, list[tuple[str, str]
         name = _SCHEMA_PREFIX.sub("", name).strip()
         if name.lower() in ("publicholidays", ""):
             continue
-        day = next((d for d in DAYS if d.lower() == name.lower()), None)
+        day = day_named(name)
         if day is None:
             problems.append(f"dayOfWeek: unknown day {name!r}")
             continue
         days.append(day)
-    opens = _clock(_text(spec.get("opens"), "opens", problems))
-    closes = _clock(_text(spec.get("closes"), "closes", problems))
+    opens = opening_clock(_text(spec.get("opens"), "opens", problems))
+    closes = opening_clock(_text(spec.get("closes"), "closes", problems))
     if not days:
         return
     if not opens or not closes:
@@ -545,7 +387,7 @@ def _read_hours_spec(spec: dict[str, Any], table: dict[str, list[tuple[str, str]
         table[day].append((opens, closes))
 
 
-# -- FAQ and links -------------------------------------------------------------------------------------------
+# -- FAQ -----------------------------------------------------------------------------------------------------
 
 
 def _faq(node: dict[str, Any], problems: list[str]) -> Iterator[tuple[str, str]]:
@@ -576,119 +418,3 @@ def _html_text(value: str) -> str:
     except (etree.ParserError, ValueError):
         return collapse(value)
     return block_text(fragment)
-
-
-def _contact_links(doc: lxml.html.HtmlElement) -> tuple[list[str], list[str]]:
-    phones: list[str] = []
-    emails: list[str] = []
-    for href in doc.xpath("//a/@href"):
-        href = unquote(href.strip())
-        scheme, _, rest = href.partition(":")
-        scheme = scheme.lower()
-        if scheme == "tel":
-            digits = re.sub(r"[^\d+]", "", rest.split(";")[0])
-            number = ("+" if digits.startswith("+") else "") + digits.replace("+", "")
-            if sum(ch.isdigit() for ch in number) >= 3 and number not in phones:
-                phones.append(number)
-        elif scheme == "mailto":
-            for address in rest.split("?")[0].split(","):
-                address = address.strip().lower()
-                if "@" in address and address not in emails:
-                    emails.append(address)
-    return phones, emails
-
-
-# -- site level ----------------------------------------------------------------------------------------------
-
-
-def merge_facts(facts: Sequence[Facts]) -> Facts:
-    """Site facts: the first non-empty value of each field in the order given (home and contact
-    pages first), the union of the lists, the hours of the first page that has any."""
-    merged = Facts()
-    for page in facts:
-        for name in ("name", "telephone", "email", "address", "price_range", "description"):
-            if not getattr(merged, name):
-                setattr(merged, name, getattr(page, name))
-        if not merged.hours and page.hours:
-            merged.hours = {day: list(spans) for day, spans in page.hours.items()}
-        for name in ("areas", "phones", "emails", "faq", "problems"):
-            values = getattr(merged, name)
-            values.extend(value for value in getattr(page, name) if value not in values)
-    for page in facts:  # once the business's own address is known
-        for location in page.locations:
-            _add_location(merged, deepcopy(location))
-    return merged
-
-
-def facts_passage(facts: Facts, site_name: str = "") -> str:
-    """One Markdown passage with the business details; only lines with values ("" when none)."""
-    lines = []
-    name = facts.name or site_name
-    if name:
-        lines.append(f"- Name: {name}")
-    phones = _distinct_phones([facts.telephone, *facts.phones])
-    if phones:
-        lines.append(f"- Phone: {', '.join(phones)}")
-    emails = list(dict.fromkeys(e.lower() for e in [facts.email, *facts.emails] if e))
-    if emails:
-        lines.append(f"- Email: {', '.join(emails)}")
-    if facts.address:
-        lines.append(f"- Address: {facts.address}")
-    if facts.areas:
-        lines.append(f"- Areas served: {', '.join(facts.areas)}")
-    if facts.price_range:
-        lines.append(f"- Price range: {facts.price_range}")
-    if not lines and not facts.hours and not facts.locations:
-        return ""
-    parts = ["# Business details", "\n".join(lines)] if lines else ["# Business details"]
-    if facts.hours:
-        # A line, not a heading: the passage stays one section, so one chunk.
-        rows = ["| Day | Hours |", "| --- | --- |"]
-        for day in DAYS:
-            spans = facts.hours.get(day, [])
-            rows.append(f"| {day} | {', '.join(f'{a}-{b}' for a, b in spans) if spans else 'Closed'} |")
-        where = f" at {facts.address}" if facts.locations and facts.address else ""
-        parts += [f"Opening hours{where}:", "\n".join(rows)]
-    if facts.locations:
-        parts += ["Other locations:", "\n".join(_location_line(location) for location in facts.locations)]
-    return "\n\n".join(parts)
-
-
-def _location_line(location: Location) -> str:
-    """ "- Aspley: 1 Main Rd, Aspley; phone 07 3263 8810; hours Monday-Friday 08:00-17:30, ..." """
-    details = [location.address]
-    if location.telephone:
-        details.append(f"phone {location.telephone}")
-    if location.hours:
-        details.append(f"hours {week_text(location.hours)}")
-    head = f"{location.name}: " if location.name else ""
-    return f"- {head}{'; '.join(details)}"
-
-
-def week_text(hours: Week) -> str:
-    """A week on one line, runs of days with the same hours together:
-    "Monday-Wednesday 08:00-17:30, Thursday 08:00-20:00, Friday 08:00-17:30, Saturday-Sunday closed"."""
-    runs: list[tuple[str, str, str]] = []  # (first day, last day, hours)
-    for day in DAYS:
-        spans = hours.get(day, [])
-        text = " and ".join(f"{a}-{b}" for a, b in spans) if spans else "closed"
-        if runs and runs[-1][2] == text:
-            runs[-1] = (runs[-1][0], day, text)
-        else:
-            runs.append((day, day, text))
-    return ", ".join(f"{first}-{last} {text}" if first != last else f"{first} {text}" for first, last, text in runs)
-
-
-def _distinct_phones(numbers: list[str]) -> list[str]:
-    """Each number once: "03 9999 9999" and "+61399999999" are one (same last eight digits)."""
-    kept: list[str] = []
-    seen: set[str] = set()
-    for number in numbers:
-        digits = re.sub(r"\D", "", number)
-        if not digits:
-            continue
-        key = digits[-8:]
-        if key not in seen:
-            seen.add(key)
-            kept.append(number)
-    return kept
