@@ -155,6 +155,7 @@ describe("access", () => {
     for (const init of [
       { origin: "https://evil.test" },
       { origin: "http://helppuff.test" }, // another scheme is another origin
+      { origin: "null", fetchSite: "same-origin" }, // an opaque origin (a sandboxed frame)
       { origin: null, fetchSite: "cross-site" },
       { origin: null, fetchSite: "same-site" },
       { origin: null }, // neither header: refused
@@ -193,6 +194,7 @@ describe("access", () => {
       expect(response.headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);
       expect(response.headers.get("x-content-type-options")).toBe("nosniff");
       expect(response.headers.get("x-frame-options")).toBe("DENY");
+      expect(response.headers.get("referrer-policy")).toBe("same-origin");
       expect(response.text).not.toMatch(/<script|\sstyle=|\son[a-z]+=/iu);
     }
     expect(responses[2]?.headers.get("cache-control")).toBe("no-store");

@@ -5,7 +5,8 @@
  * else makes Html, so no untrusted string reaches the page unescaped.
  *
  * Every page is sent with a strict Content-Security-Policy (no script at all, the one stylesheet
- * from the Worker itself, forms posting only to it, never framed), no-store, nosniff and no referrer.
+ * from the Worker itself, forms posting only to it, never framed), no-store, nosniff, and no
+ * referrer to other sites.
  */
 
 export class Html {
@@ -48,7 +49,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
   "x-content-type-options": "nosniff",
   "x-frame-options": "DENY",
-  "referrer-policy": "no-referrer",
+  "referrer-policy": "same-origin", // not no-referrer: with it, a browser sends a form's POST with Origin: null
   "cache-control": "no-store",
 };
 
@@ -92,7 +93,7 @@ body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-seri
 header { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: center; padding: 0.75rem 1rem; background: #fff; border-bottom: 1px solid var(--line); }
 .brand { margin: 0; font-weight: 700; }
 nav ul { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; list-style: none; margin: 0; padding: 0; align-items: center; }
-nav a[aria-current="page"] { font-weight: 700; text-decoration: none; }
+nav a[aria-current="page"], .tabs a[aria-current="page"] { font-weight: 700; text-decoration: none; }
 main { max-width: 50rem; margin: 0 auto; padding: 1rem; }
 h1 { font-size: 1.5rem; margin: 0.5rem 0 1rem; }
 a { color: var(--accent); }
