@@ -73,6 +73,10 @@ def test_gaps_are_answered_or_dismissed(tmp_path: Path) -> None:
                    "--text", "Yes, Afterpay is accepted for jobs over $200.")
     answer_id = answered.split("own answer ")[1].split()[0]
     _ok(tmp_path, "knowledge", "dismiss", "g1", "--site", "acme")
+    # An answered question is neither answered again nor dismissed (the Worker's routes answer 409).
+    for again in (["answer", "g2", "--text", "No."], ["dismiss", "g2"]):
+        refused = run_helppuff(tmp_path, "knowledge", *again, "--site", "acme")
+        assert refused.returncode == 2 and f"gap 'g2' is already answered (own answer {answer_id})" in refused.stderr
     assert _ok(tmp_path, "knowledge", "status", "--site", "acme").splitlines()[1] == (
         "  1 own answer, 1 open question (knowledge gaps)")
     assert [g["id"] for g in json.loads(_ok(tmp_path, "knowledge", "gaps", "--site", "acme", "--json"))] == ["g3"]

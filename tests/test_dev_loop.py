@@ -71,6 +71,9 @@ def test_serve_prints_where_everything_is(loop: Loop) -> None:
     assert chunks > 10
     assert lines[2] == "Chat model   none: extractive answers (--chat-url URL for an OpenAI-compatible server)"
     assert lines[3] == f"Site         acme: {chunks} chunks, @local/multilingual-e5-small"
+    # No OWNER_TOKEN secret stored: the dashboard's line says it is off and how to turn it on.
+    assert lines[4] == (f"Dashboard    {loop.worker_url}/admin  (off: no OWNER_TOKEN secret; "
+                        "helppuff secret set OWNER_TOKEN, then restart helppuff serve)")
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,15 @@ class _Stop(Exception):
     """SIGTERM arrived: stop as Ctrl-C does."""
 
 
+def dashboard_line(worker_url: str, passed: list[str]) -> str:
+    """serve's line for the owner's dashboard (worker/src/admin/): its URL, and whether the Worker has the
+    OWNER_TOKEN secret its login asks for."""
+    if "OWNER_TOKEN" in passed:
+        return f"Dashboard    {worker_url}/admin  (log in with the OWNER_TOKEN secret)"
+    return (f"Dashboard    {worker_url}/admin  (off: no OWNER_TOKEN secret; "
+            "helppuff secret set OWNER_TOKEN, then restart helppuff serve)")
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     raise _Stop()
 
@@ -105,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"Site         {site['site']}: {site['chunks']} chunks, {site['model'] or 'no vectors'}")
         for notice in dev.notices:  # a retriever whose secret the Worker lacks: the chat would say "not sure"
             print(f"Warning      {notice}")
+        print(dashboard_line(dev.worker_url, dev.passed))
         example = sites[0]["site"] if sites else "SITE"
         url = "" if options.port == 8787 else f" --url {dev.worker_url}"
         print(f'Try          helppuff search "how much is a call-out?" --site {example}{url}')

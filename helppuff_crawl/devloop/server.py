@@ -161,6 +161,7 @@ class DevServer:
         self.cloud: LocalCloud | None = None  # set by start()
         self.cloud_url = ""  # the local cloud's API base, http://127.0.0.1:PORT/client/v4
         self.token = ""
+        self.passed: list[str] = []  # the names of the Worker secrets passed (set by start())
         self.process: subprocess.Popen[str] | None = None
         # Set by start(): one line per site whose retriever names a secret the Worker is not given.
         self.notices: list[str] = []
@@ -236,6 +237,7 @@ class DevServer:
         )
         # The Worker reads its secrets once, from that file: a retriever naming one not in it cannot search.
         passed = [line.split("=", 1)[0] for line in secret_text.splitlines()]
+        self.passed = passed
         self.notices = unset_secret_notices(rows, passed)
         # Where the Worker answers, for `helppuff status` (the Retell function's URL) while none is deployed,
         # and which secrets it has, for `helppuff rag set` and `helppuff secret set` (serve_secrets.py).

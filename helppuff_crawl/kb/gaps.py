@@ -8,7 +8,8 @@ with none (the local cloud's extractive answers) a question whose search found n
 one goes to the site's webhook as `knowledge.gap`. The Worker's owner route (worker/src/owner.ts) can
 answer one too: it saves the own answer and asks for a crawl job, whose after-crawl step learns it. Answering a gap adds an
 own answer titled with the question (answers.py); dismissing it keeps it off the list, even when it
-is asked again.
+is asked again. An answered gap is neither answered again nor dismissed (the Worker refuses both with
+409 too); removing its answer opens it again.
 """
 
 from __future__ import annotations
@@ -40,9 +41,18 @@ async def list_gaps(kb: KnowledgeBase, site: str, include_closed: bool = False) 
 
 
 async def _gap(kb: KnowledgeBase, site: str, gap_id: str) -> dict[str, Any]:
-    row = await kb.first("SELECT id, question, state FROM knowledge_gaps WHERE site = ? AND id = ?", [site, gap_id])
+    """The gap, still to answer (open or dismissed); ValueError for one the site does not have or one answered.
+
+    The Worker's owner routes and dashboard keep the same rules (worker/src/owner.ts answerGap,
+    dismissGap: 404 and 409): an answered question is neither answered again nor dismissed; removing
+    its own answer (answers.py remove_answer) opens it again.
+    """
+    row = await kb.first("SELECT id, question, state, answer_id FROM knowledge_gaps WHERE site = ? AND id = ?",
+                         [site, gap_id])
     if row is None:
         raise ValueError(f"gap {gap_id!r}: no question of {site} has that id")
+    if row["state"] == "answered":
+        raise ValueError(f"gap {gap_id!r} is already answered (own answer {row['answer_id']})")
     return row
 
 
@@ -58,4 +68,5 @@ async def answer_gap(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn,
 
 async def dismiss_gap(kb: KnowledgeBase, site: str, gap_id: str) -> None:
     await _gap(kb, site, gap_id)
-    await kb.query("UPDATE knowledge_gaps SET state = 'dismissed' WHERE site = ? AND id = ?", [site, gap_id])
+    await kb.query("UPDATE knowledge_gaps SET state = 'dismissed' WHERE site = ? AND id = ? AND state = 'open'",
+                   [site, gap_id])

@@ -1,6 +1,6 @@
 /**
  * The edge of the Worker: the only module that touches its bindings (DB, VECTORIZE, AI,
- * CRAWL_QUEUE, the rate limiters) and its secrets (RETELL_API_KEY; the chat providers' keys, which
+ * CRAWL_QUEUE, the rate limiters, the dashboard's login limiter) and its secrets (RETELL_API_KEY; the chat providers' keys, which
  * chat/route.ts hands to chat/providers as ProviderVars; a custom retriever's token, the secret its
  * knowledge.retrieval.tokenEnv names, which `retrieverSecret` reads).
  *
@@ -23,10 +23,11 @@ export interface Env extends LocalCloudVars, ProviderVars {
   AI: AiRunner;
   CHAT_VISITOR_LIMITER?: RateLimiter; // absent where wrangler.jsonc declares none (then no limit)
   CHAT_SITE_LIMITER?: RateLimiter;
+  OWNER_LOGIN_LIMITER?: RateLimiter; // the dashboard's login attempts, per IP (admin/session.ts)
   CRAWL_QUEUE?: Queue<string>; // the crawl queue's producer (absent in env "local": dev.ts sends instead)
   // Secrets (`wrangler secret put NAME`; `helppuff serve` passes them from its environment in the env file).
   RETELL_API_KEY?: string; // the Retell account's API key: verifies X-Retell-Signature (retell.ts)
-  OWNER_TOKEN?: string; // the owner's token for the knowledge-gap routes (owner.ts)
+  OWNER_TOKEN?: string; // the owner's token: the knowledge-gap routes (owner.ts) and the dashboard's login (admin/)
   // ProviderVars (chat/providers/index.ts): the secrets OPENAI_API_KEY, GEMINI_API_KEY and
   // ANTHROPIC_API_KEY, the key of backend.type openai, gemini or anthropic, and the vars
   // OPENAI_BASE_URL, GEMINI_BASE_URL and ANTHROPIC_BASE_URL (tests and dev; the real APIs otherwise).
@@ -85,6 +86,11 @@ export function backendsFromEnv(env: Env): Backends {
 /** The chat's rate limiters: per visitor and per site (null when not bound). */
 export function rateLimitersFromEnv(env: Env): { visitor: RateLimiter | null; site: RateLimiter | null } {
   return { visitor: env.CHAT_VISITOR_LIMITER ?? null, site: env.CHAT_SITE_LIMITER ?? null };
+}
+
+/** The dashboard's login limiter (null when not bound: then logins are not limited). */
+export function loginLimiterFromEnv(env: Env): RateLimiter | null {
+  return env.OWNER_LOGIN_LIMITER ?? null;
 }
 
 /**

@@ -14,6 +14,6 @@ export function json(status: number, body: unknown, headers: Record<string, stri
 /** The request's body as text, or null when it is over MAX_BODY_BYTES (as declared, or as sent). */
 export async function readBody(request: Request): Promise<string | null> {
   if (Number(request.headers.get("content-length") ?? "0") > MAX_BODY_BYTES) return null;
-  const text = await request.text();
-  return new TextEncoder().encode(text).length > MAX_BODY_BYTES ? null : text;
+  const bytes = await request.arrayBuffer(); // not request.text(): a form's body is text too
+  return bytes.byteLength > MAX_BODY_BYTES ? null : new TextDecoder().decode(bytes);
 }

@@ -30,6 +30,9 @@
  *     owner: Authorization: Bearer <OWNER_TOKEN secret>, never the chat's origin guard (owner.ts);
  *     401/403/404/400/405/409/503.
  *
+ *   /admin, /admin/...            the owner's dashboard and its JSON API under /admin/api/, behind a
+ *     login with the OWNER_TOKEN secret and a session cookie (admin/route.ts, admin/session.ts).
+ *
  *   GET /widget.js                the chat widget's script (widget/widget.ts), cacheable.
  *   GET /demo?site=<site>         a page with the widget's script tag for that site (widget/demo.ts).
  *
@@ -38,6 +41,7 @@
  *
  * Retrieval itself is in retrieve.ts; bindings are reached through bindings.ts only.
  */
+import { adminRoute } from "./admin/route";
 import { type Env, backendsFromEnv, crawlQueueFromEnv } from "./bindings";
 import { chatRoute } from "./chat/route";
 import { json } from "./http";
@@ -101,6 +105,9 @@ export default {
     }
     if (url.pathname === "/demo" || url.pathname === "/demo/") {
       return demoResponse(request);
+    }
+    if (url.pathname === "/admin" || url.pathname.startsWith("/admin/")) {
+      return adminRoute(request, env);
     }
     const chat = CHAT_PATH.exec(url.pathname);
     if (chat !== null) {

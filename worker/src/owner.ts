@@ -19,6 +19,10 @@
  * its last page (kb/after_crawl.py step 3). It is searchable once a `helppuff worker` has run that
  * job; the reply says so, with the job's id and whether its message was sent.
  *
+ * The operations themselves (listGaps, answerGap, dismissGap; listSites, siteStartUrl) answer an
+ * Outcome {status, body}, which these routes send as JSON and the owner's dashboard (admin/route.ts)
+ * sends as JSON or shows on its pages: one set of rules, the CLI's too (helppuff_crawl/kb/gaps.py).
+ *
  * Both: 401 without the right token; 403 when the Worker has no OWNER_TOKEN secret (off); 404 for a
  * site never crawled or a gap it does not have; 400 for a bad body or state; 405 for other
  * methods; 503 when D1 fails.
@@ -68,6 +72,42 @@ export function ownerToken(env: Env): string | null {
   return typeof value === "string" && value.trim() !== "" ? value.trim() : null;
 }
 
+/** What an owner operation answers, for a route to send as JSON or show on a page: a status and a body. */
+export interface Outcome {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+const UNREADABLE: Outcome = { status: 503, body: { error: "the knowledge base cannot be read right now" } };
+
+/** The site's start URL (its last crawl's): the site known, else the 404 (never crawled) or 503 (D1 fails). */
+export async function siteStartUrl(db: SqlDatabase, site: string): Promise<{ startUrl: string } | Outcome> {
+  let rows: Array<{ start_url: string | null }>;
+  try {
+    rows = await db.all<{ start_url: string | null }>(
+      "SELECT start_url FROM crawl_runs WHERE site = ? ORDER BY started_at DESC, id DESC LIMIT 1",
+      [site],
+    );
+  } catch (error) {
+    logFailure(site, "D1 cannot be read", error);
+    return UNREADABLE;
+  }
+  const startUrl = rows[0]?.start_url;
+  if (!startUrl) return { status: 404, body: { error: `unknown site "${site}": it has never been crawled` } };
+  return { startUrl };
+}
+
+/** The sites crawled at least once, by name: 200 {sites: [name...]}; 503 when D1 fails. */
+export async function listSites(db: SqlDatabase): Promise<Outcome> {
+  try {
+    const rows = await db.all<{ site: string }>("SELECT site FROM crawl_runs GROUP BY site ORDER BY site", []);
+    return { status: 200, body: { sites: rows.map((row) => row.site) } };
+  } catch (error) {
+    logFailure("*", "D1 cannot be read", error);
+    return UNREADABLE;
+  }
+}
+
 /** The token checked and the site known: its start URL, else the answer to give. */
 async function authorize(request: Request, deps: OwnerDeps, site: string): Promise<{ startUrl: string } | Response> {
   if (deps.token === null) return json(403, { error: `the owner routes are off: the Worker has no ${OWNER_TOKEN_SECRET} secret` });
@@ -75,93 +115,92 @@ async function authorize(request: Request, deps: OwnerDeps, site: string): Promi
   if (!given || !(await sameSecret(given, deps.token))) {
     return json(401, { error: `Authorization: Bearer <${OWNER_TOKEN_SECRET}> is missing or wrong` }, { "www-authenticate": "Bearer" });
   }
-  let rows: Array<{ start_url: string | null }>;
-  try {
-    rows = await deps.db.all<{ start_url: string | null }>(
-      "SELECT start_url FROM crawl_runs WHERE site = ? ORDER BY started_at DESC, id DESC LIMIT 1",
-      [site],
-    );
-  } catch (error) {
-    logFailure(site, "D1 cannot be read", error);
-    return json(503, { error: "the knowledge base cannot be read right now" });
-  }
-  const startUrl = rows[0]?.start_url;
-  if (!startUrl) return json(404, { error: `unknown site "${site}": it has never been crawled` });
-  return { startUrl };
+  const known = await siteStartUrl(deps.db, site);
+  return "startUrl" in known ? known : json(known.status, known.body);
 }
 
-function gapOut(row: GapRow) {
-  return {
-    id: row.id,
-    question: row.question,
-    asked: row.asked,
-    firstAskedAt: row.first_asked_at,
-    lastAskedAt: row.last_asked_at,
-    state: row.state,
-    answerId: row.answer_id,
-  };
+/** A D1 row with its snake_case columns named in camelCase, as the JSON answers name them. */
+export function camelRow<T>(row: object): T {
+  return Object.fromEntries(Object.entries(row).map(([key, value]) => [key.replace(/_([a-z])/gu, (_, c: string) => c.toUpperCase()), value])) as T;
 }
+
+/** A gap as the routes answer it. */
+export interface Gap {
+  id: string;
+  question: string;
+  asked: number;
+  firstAskedAt: string;
+  lastAskedAt: string;
+  state: string;
+  answerId: string | null;
+}
+
+const gapOut = (row: GapRow): Gap => camelRow<Gap>(row);
 
 const GAP_COLUMNS = "id, question, asked, first_asked_at, last_asked_at, state, answer_id";
+export const GAP_ID = /^[0-9a-f]{8}$/u;
+
+/** The site's gaps in `state` (open, answered, dismissed or all), most asked first: 200 {site, state, gaps}. */
+export async function listGaps(db: SqlDatabase, site: string, state: string): Promise<Outcome> {
+  if (!(STATES as readonly string[]).includes(state)) return { status: 400, body: { error: `state must be one of ${STATES.join(", ")}` } };
+  try {
+    const rows = await db.all<GapRow>(
+      `SELECT ${GAP_COLUMNS} FROM knowledge_gaps WHERE site = ?${state === "all" ? "" : " AND state = ?"} ` +
+        "ORDER BY asked DESC, last_asked_at DESC, id",
+      state === "all" ? [site] : [site, state],
+    );
+    return { status: 200, body: { site, state, gaps: rows.map(gapOut) } };
+  } catch (error) {
+    logFailure(site, "D1 cannot be read", error);
+    return UNREADABLE;
+  }
+}
 
 /** GET /v1/sites/:site/knowledge/gaps. */
 export async function listGapsRoute(request: Request, deps: OwnerDeps, site: string): Promise<Response> {
   if (request.method !== "GET") return json(405, { error: "use GET" }, { allow: "GET" });
   const allowed = await authorize(request, deps, site);
   if (allowed instanceof Response) return allowed;
-  const state = new URL(request.url).searchParams.get("state") ?? "open";
-  if (!(STATES as readonly string[]).includes(state)) return json(400, { error: `state must be one of ${STATES.join(", ")}` });
-  try {
-    const rows = await deps.db.all<GapRow>(
-      `SELECT ${GAP_COLUMNS} FROM knowledge_gaps WHERE site = ?${state === "all" ? "" : " AND state = ?"} ` +
-        "ORDER BY asked DESC, last_asked_at DESC, id",
-      state === "all" ? [site] : [site, state],
-    );
-    return json(200, { site, state, gaps: rows.map(gapOut) });
-  } catch (error) {
-    logFailure(site, "D1 cannot be read", error);
-    return json(503, { error: "the knowledge base cannot be read right now" });
-  }
+  const listed = await listGaps(deps.db, site, new URL(request.url).searchParams.get("state") ?? "open");
+  return json(listed.status, listed.body);
 }
 
 function newId(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** POST /v1/sites/:site/knowledge/gaps/:id/answer. */
-export async function answerGapRoute(request: Request, deps: OwnerDeps, site: string, gapId: string): Promise<Response> {
-  if (request.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
-  const allowed = await authorize(request, deps, site);
-  if (allowed instanceof Response) return allowed;
-  if (!/^[0-9a-f]{8}$/u.test(gapId)) return json(404, { error: `gap ${JSON.stringify(gapId).slice(0, 40)}: not a gap id` });
-  const raw = await readBody(request);
-  if (raw === null) return json(413, TOO_BIG);
-  let body: unknown;
+async function readGap(db: SqlDatabase, site: string, gapId: string): Promise<GapRow | undefined | Outcome> {
+  if (!GAP_ID.test(gapId)) return { status: 404, body: { error: `gap ${JSON.stringify(gapId).slice(0, 40)}: not a gap id` } };
   try {
-    body = JSON.parse(raw);
-  } catch {
-    return json(400, { error: "the body must be JSON: {text}" });
-  }
-  const given = isObject(body) ? body["text"] : undefined;
-  if (typeof given !== "string" || given.trim() === "") return json(400, { error: "text: the answer is empty" });
-  const text = given.trim();
-  if (text.length > MAX_TEXT_CHARS) return json(400, { error: `text: at most ${MAX_TEXT_CHARS} characters, got ${text.length}` });
-
-  const now = iso(deps.now);
-  let gap: GapRow | undefined;
-  try {
-    [gap] = await deps.db.all<GapRow>(`SELECT ${GAP_COLUMNS} FROM knowledge_gaps WHERE site = ? AND id = ?`, [site, gapId]);
+    const [gap] = await db.all<GapRow>(`SELECT ${GAP_COLUMNS} FROM knowledge_gaps WHERE site = ? AND id = ?`, [site, gapId]);
+    return gap === undefined ? { status: 404, body: { error: `gap ${JSON.stringify(gapId)}: no question of ${site} has that id` } } : gap;
   } catch (error) {
     logFailure(site, "D1 cannot be read", error);
-    return json(503, { error: "the knowledge base cannot be read right now" });
+    return UNREADABLE;
   }
-  if (gap === undefined) return json(404, { error: `gap ${JSON.stringify(gapId)}: no question of ${site} has that id` });
-  if (gap.state === "answered") {
-    return json(409, { error: `gap ${gapId} is already answered (own answer ${gap.answer_id})`, gap: gapOut(gap) });
-  }
+}
+
+function alreadyAnswered(gap: GapRow): Outcome {
+  return { status: 409, body: { error: `gap ${gap.id} is already answered (own answer ${gap.answer_id})`, gap: gapOut(gap) } };
+}
+
+/**
+ * Answer gap `gapId` of `site` (whose start URL is `startUrl`) with `given` (the body's text): 201
+ * {answer, gap, searchable, job}, or 400 (no text, too long, a question no title can be), 404, 409
+ * (already answered: only one answer wins a race, the other is told), 503.
+ */
+export async function answerGap(deps: Pick<OwnerDeps, "db" | "queue" | "now">, site: string, startUrl: string, gapId: string, given: unknown): Promise<Outcome> {
+  if (typeof given !== "string" || given.trim() === "") return { status: 400, body: { error: "text: the answer is empty" } };
+  const text = given.trim();
+  if (text.length > MAX_TEXT_CHARS) return { status: 400, body: { error: `text: at most ${MAX_TEXT_CHARS} characters, got ${text.length}` } };
+
+  const now = iso(deps.now);
+  const gap = await readGap(deps.db, site, gapId);
+  if (gap === undefined || "status" in gap) return gap ?? UNREADABLE;
+  if (gap.state === "answered") return alreadyAnswered(gap);
   const title = gap.question.replace(/\s+/gu, " ").trim();
   if (title.length > MAX_TITLE_CHARS || gapKey(title) === "") {
-    return json(400, { error: `the question is not a title an own answer can have (at most ${MAX_TITLE_CHARS} characters); answer it with helppuff knowledge add` });
+    return { status: 400, body: { error: `the question is not a title an own answer can have (at most ${MAX_TITLE_CHARS} characters); answer it with helppuff knowledge add` } };
   }
   const answerId = newId();
   // The gap is claimed first (only one answer wins a race), then the answer saved; a failed save puts
@@ -171,10 +210,13 @@ export async function answerGapRoute(request: Request, deps: OwnerDeps, site: st
       "UPDATE knowledge_gaps SET state = 'answered', answer_id = ? WHERE site = ? AND id = ? AND state != 'answered' RETURNING id",
       [answerId, site, gapId],
     );
-    if (claimed.length === 0) return json(409, { error: `gap ${gapId} is already answered` });
+    if (claimed.length === 0) {
+      const current = await readGap(deps.db, site, gapId);
+      return current !== undefined && !("status" in current) ? alreadyAnswered(current) : { status: 409, body: { error: `gap ${gapId} is already answered` } };
+    }
   } catch (error) {
     logFailure(site, "the gap cannot be updated", error);
-    return json(503, { error: "the answer cannot be saved right now" });
+    return { status: 503, body: { error: "the answer cannot be saved right now" } };
   }
   try {
     await deps.db.all(
@@ -186,11 +228,11 @@ export async function answerGapRoute(request: Request, deps: OwnerDeps, site: st
     await deps.db
       .all("UPDATE knowledge_gaps SET state = ?, answer_id = ? WHERE site = ? AND id = ? AND answer_id = ?", [gap.state, gap.answer_id, site, gapId, answerId])
       .catch((failure: unknown) => logFailure(site, "the gap cannot be put back", failure));
-    return json(503, { error: "the answer cannot be saved right now" });
+    return { status: 503, body: { error: "the answer cannot be saved right now" } };
   }
   let asked: Asked | null = null;
   try {
-    asked = await askForJob(deps.db, deps.queue, site, "urls", [allowed.startUrl], `own answer ${answerId} (gap ${gapId})`, 0, deps.now);
+    asked = await askForJob(deps.db, deps.queue, site, "urls", [startUrl], `own answer ${answerId} (gap ${gapId})`, 0, deps.now);
   } catch (error) {
     logFailure(site, "the crawl job cannot be saved", error);
   }
@@ -200,12 +242,60 @@ export async function answerGapRoute(request: Request, deps: OwnerDeps, site: st
       : asked.sent
         ? `once a helppuff worker has run crawl job ${asked.job.request} (queued)`
         : `once a helppuff worker has run crawl job ${asked.job.request} (saved; its message goes with helppuff schedule or the cron trigger)`;
-  return json(201, {
-    answer: { id: answerId, title, text, url: `${ANSWERS_URL_PREFIX}${answerId}` },
-    gap: { id: gapId, state: "answered", answerId },
-    searchable,
-    job: asked === null ? null : { request: asked.job.request, kind: asked.job.kind, urls: asked.job.urls, sent: asked.sent },
-  });
+  return {
+    status: 201,
+    body: {
+      answer: { id: answerId, title, text, url: `${ANSWERS_URL_PREFIX}${answerId}` },
+      gap: { id: gapId, state: "answered", answerId },
+      searchable,
+      job: asked === null ? null : { request: asked.job.request, kind: asked.job.kind, urls: asked.job.urls, sent: asked.sent },
+    },
+  };
+}
+
+/**
+ * Dismiss gap `gapId` of `site` (helppuff_crawl/kb/gaps.py dismiss_gap, the same rule): 200 {gap}
+ * with state "dismissed" (also when it already was: `already` true); 409 when it is answered (an
+ * answered question is not dismissed); 404; 503. A dismissed gap stays dismissed when asked again
+ * (chat/gaps.ts recordGap keeps its state).
+ */
+export async function dismissGap(db: SqlDatabase, site: string, gapId: string): Promise<Outcome> {
+  const gap = await readGap(db, site, gapId);
+  if (gap === undefined || "status" in gap) return gap ?? UNREADABLE;
+  if (gap.state === "answered") return alreadyAnswered(gap);
+  if (gap.state === "dismissed") return { status: 200, body: { gap: gapOut(gap), already: true } };
+  try {
+    const [row] = await db.all<GapRow>(
+      `UPDATE knowledge_gaps SET state = 'dismissed' WHERE site = ? AND id = ? AND state = 'open' RETURNING ${GAP_COLUMNS}`,
+      [site, gapId],
+    );
+    if (row !== undefined) return { status: 200, body: { gap: gapOut(row), already: false } };
+  } catch (error) {
+    logFailure(site, "the gap cannot be updated", error);
+    return { status: 503, body: { error: "the question cannot be dismissed right now" } };
+  }
+  // Changed meanwhile (answered or dismissed in another tab): say which.
+  const current = await readGap(db, site, gapId);
+  if (current === undefined || "status" in current) return current ?? UNREADABLE;
+  return current.state === "answered" ? alreadyAnswered(current) : { status: 200, body: { gap: gapOut(current), already: true } };
+}
+
+/** POST /v1/sites/:site/knowledge/gaps/:id/answer. */
+export async function answerGapRoute(request: Request, deps: OwnerDeps, site: string, gapId: string): Promise<Response> {
+  if (request.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
+  const allowed = await authorize(request, deps, site);
+  if (allowed instanceof Response) return allowed;
+  if (!GAP_ID.test(gapId)) return json(404, { error: `gap ${JSON.stringify(gapId).slice(0, 40)}: not a gap id` });
+  const raw = await readBody(request);
+  if (raw === null) return json(413, TOO_BIG);
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    return json(400, { error: "the body must be JSON: {text}" });
+  }
+  const answered = await answerGap(deps, site, allowed.startUrl, gapId, isObject(body) ? body["text"] : undefined);
+  return json(answered.status, answered.body);
 }
 
 /** The two routes as the Worker runs them: the site from the path checked, D1 and the crawl queue reached. */

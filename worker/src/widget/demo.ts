@@ -4,11 +4,9 @@
  * `backend.allowedOrigins` must list it for the chat to answer (the page says so).
  */
 
-const SITE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/u;
+import { escapeHtml } from "../admin/html";
 
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/gu, (c) => `&#${c.charCodeAt(0)};`);
-}
+const SITE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/u;
 
 /** The demo page's HTML for `site`, loading the widget from `origin`. */
 export function demoPage(origin: string, site: string): string {
