@@ -1,5 +1,6 @@
 """spiders/canonical.py PageOrder: a page held back for the page its canonical link names goes out
-right after that page's Page, and a loop of pages waiting for each other is seen."""
+right after that page's Page, a loop of pages waiting for each other is seen, and a page fetched first
+waits only for a page fetched first too."""
 
 from __future__ import annotations
 
@@ -45,3 +46,20 @@ def test_a_url_a_fetch_ended_at_stands_for_the_candidate_fetched() -> None:
     order.alias(f"{A}/menu/", f"{A}/other")  # the first fetch that ended there keeps it
     assert order.page_of(f"{A}/menu/") == f"{A}/menu-page"
     assert order.page_of(f"{A}/about") == f"{A}/about"
+
+
+def test_a_page_waits_for_its_canonical_page_unless_that_would_stall_the_crawl() -> None:
+    order = PageOrder()
+    menu, page = f"{A}/menu", f"{A}/print"
+    assert order.wait(page, menu, known=True, first=False) == (menu, "")
+    assert order.wait(page, menu, known=False, first=False) == ("", "")  # not a page of this crawl: no wait
+    # A page fetched first (the boilerplate sample) waits only for a page fetched first too.
+    assert order.wait(page, menu, known=True, first=True) == ("", "fetched first (the canonical page is fetched later)")
+    order.fetch_first(menu)
+    assert order.wait(page, menu, known=True, first=True) == (menu, "")
+    # A loop: /menu already waits for /print.
+    order.hold(_page("/menu"), page)
+    assert order.wait(page, menu, known=True, first=False) == ("", "loop (the canonical pages name each other)")
+    # A canonical page out already: nothing to wait for.
+    list(order.emit(_page("/print")))
+    assert order.wait(f"{A}/print-2", page, known=True, first=True) == ("", "")

@@ -1,14 +1,12 @@
-"""SiteSpider's arguments and config, built the Scrapy way: arguments are checked and become settings
-that the components read (they never read the spider's attributes)."""
+"""SiteSpider built the Scrapy way: its arguments become settings that the components read (they never
+read the spider's attributes), and its callbacks are checked as Scrapy would check them. The arguments'
+own rules are tests/test_spiders_arguments.py's."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
-from helppuff_crawl.spiders.site import CrawlConfig, SiteArgs, SiteSpider
-from tests.crawlers import component_crawler, unstarted_crawler
+from helppuff_crawl.spiders.arguments import CrawlConfig
+from helppuff_crawl.spiders.site import SiteSpider
+from tests.crawlers import unstarted_crawler
 
 
 def test_arguments_become_spider_priority_settings() -> None:
@@ -35,30 +33,6 @@ def test_discovery_alone_records_nothing() -> None:
     assert crawler.settings.getbool("HELPPUFF_RUN_ENABLED") is False
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ({}, "url: required"),
-    ({"url": "https://acme.com.au", "max_pages": "lots"}, "max_pages: expected a whole number"),
-    ({"url": "https://acme.com.au", "max_pages": "5000"}, "max_pages: must be between 1 and 1000"),
-    ({"url": "https://acme.com.au", "render_js": "sometimes"}, "render_js: must be one of"),
-    ({"url": "https://acme.com.au", "site": "Acme Plumbing!"}, "site: use letters"),
-    ({"url": "https://acme.com.au", "colour": "blue"}, "unknown argument colour"),
-])
-def test_bad_arguments_name_the_argument(arguments: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        SiteArgs.parse(**arguments)
-
-
-@pytest.mark.parametrize(("settings", "message"), [
-    ({"HELPPUFF_MAX_PAGES": 0}, "HELPPUFF_MAX_PAGES must be between 1 and 1000"),
-    ({"HELPPUFF_RENDER_JS": "maybe"}, "HELPPUFF_RENDER_JS must be one of"),
-    ({"HELPPUFF_DISCOVERY_MAX_FETCHES": 1}, "HELPPUFF_DISCOVERY_MAX_FETCHES must be >= 2"),
-    ({"HELPPUFF_SCRIPT_LINKS_MAX_FETCHES": -1}, "HELPPUFF_SCRIPT_LINKS_MAX_FETCHES must be >= 0"),
-])
-def test_bad_settings_name_the_setting(settings: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        CrawlConfig.from_settings(component_crawler(**settings).settings)
-
-
 def test_no_callback_is_a_generator_returning_a_value() -> None:
     # The check Scrapy makes on a callback's first response, which the spider turns off (it costs a
     # crawl ~90 ms), made here on each of its callbacks and errbacks instead.
@@ -68,7 +42,7 @@ def test_no_callback_is_a_generator_returning_a_value() -> None:
     spider = SiteSpider.from_crawler(crawler, url="https://acme.com.au")
     assert crawler.settings.getbool("WARN_ON_GENERATOR_RETURN_VALUE") is False
     page = spider._page_request("https://acme.com.au/a", "link", render=False)
-    script = spider._script_request("https://acme.com.au/a.js", "https://acme.com.au")
+    script = spider._script_links.request("https://acme.com.au/a.js", "https://acme.com.au")
     callbacks = [page.callback, page.errback, script.callback, script.errback]
     assert all(callable(callback) for callback in callbacks)
     assert [is_generator_with_return_value(callback) for callback in callbacks] == [False] * 4

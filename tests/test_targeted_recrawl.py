@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import pytest_twisted
 
-from helppuff_crawl.spiders.site import MAX_NAMED_PAGES, SiteArgs, known_spelling
 from tests.conftest import (
     SITES,
     kb_rows,
@@ -110,53 +109,6 @@ async def _consistency(kb_dir: Path) -> dict[str, Any]:
 # --- the spider argument -------------------------------------------------------------------------
 
 HOME = "https://acme.com.au"
-
-
-@pytest.mark.parametrize(("only", "message"), [
-    ("not json", "only: expected a JSON list of page URLs"),
-    ('{"url": "https://acme.com.au/a"}', "only: expected a JSON list of page URLs (strings)"),
-    ("[1, 2]", "only: expected a JSON list of page URLs (strings)"),
-    (json.dumps([f"{HOME}/p{i}" for i in range(MAX_NAMED_PAGES + 1)]), "only: at most 100 pages, got 101"),
-    ('["ftp://acme.com.au/a"]', "only: not an http(s) URL: 'ftp://acme.com.au/a'"),
-    ('["acme.com.au/a"]', "only: not an http(s) URL"),
-    ('["mailto:hello@acme.com.au"]', "only: not an http(s) URL"),
-    ('["https://elsewhere.example/a"]', "only: not one page named is on the site acme.com.au"),
-])
-def test_a_bad_only_argument_is_refused_with_its_name(only: str, message: str) -> None:
-    with pytest.raises(ValueError) as raised:
-        SiteArgs.parse(url=HOME, only=only)
-    assert message in str(raised.value)
-
-
-def test_the_pages_named_are_normalised_and_those_of_another_site_refused() -> None:
-    args = SiteArgs.parse(url=HOME, only=json.dumps([
-        "https://acme.com.au/contact/", "HTTPS://ACME.com.au/contact#form", f"{HOME}/faq?utm_source=mail",
-        "https://elsewhere.example/contact", f"{HOME}/brochure.pdf", f"{HOME}/my-account"]))
-    assert args.only == (f"{HOME}/contact", f"{HOME}/faq")
-    assert dict(args.refused) == {
-        "https://elsewhere.example/contact": "another site: elsewhere.example is not acme.com.au",
-        f"{HOME}/brochure.pdf": "not a page to learn (file: .pdf)",
-        f"{HOME}/my-account": "not a page to learn (account screen: my-account)",
-    }
-    # The same list given as a list (a test or a caller in Python), and exactly 100 pages: still a targeted crawl.
-    assert SiteArgs.parse(url=HOME, only=[f"{HOME}/contact"]).only == (f"{HOME}/contact",)
-    assert len(SiteArgs.parse(url=HOME, only=[f"{HOME}/p{i}" for i in range(MAX_NAMED_PAGES)]).only) == 100
-
-
-def test_a_page_named_with_the_other_spelling_of_the_site_is_the_page_known() -> None:
-    known = {"https://www.acme.com.au/contact": {}, "http://acme.com.au/faq": {}, "https://acme.com.au/pricing": {}}
-    assert known_spelling("https://acme.com.au/contact", known) == "https://www.acme.com.au/contact"
-    assert known_spelling("https://www.acme.com.au/faq", known) == "http://acme.com.au/faq"
-    assert known_spelling("https://acme.com.au/pricing", known) == "https://acme.com.au/pricing"
-    assert known_spelling("https://www.acme.com.au/new-page", known) == "https://www.acme.com.au/new-page"
-    # Another site is never taken for this one (refused before: SiteArgs.parse).
-    assert known_spelling("https://acme.com.au.evil.example/contact", known) == "https://acme.com.au.evil.example/contact"
-
-
-@pytest.mark.parametrize("only", [None, "", "[]"])
-def test_no_page_named_is_a_full_crawl(only: str | None) -> None:
-    args = SiteArgs.parse(url=HOME, only=only)
-    assert args.only == () and args.refused == ()
 
 
 def test_helppuff_crawl_refuses_a_bad_only_in_one_line_before_anything_starts(tmp_path: Path) -> None:

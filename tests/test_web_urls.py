@@ -1,4 +1,5 @@
-"""Tests for helppuff_crawl.web.urls: normalisation, site identity, filters, start URLs."""
+"""Tests for helppuff_crawl.web.urls: normalisation, site identity (and a known page's spelling), filters,
+start URLs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helppuff_crawl.web.urls import (
+    known_spelling,
     normalize_url,
     same_site,
     site_host,
@@ -226,6 +228,16 @@ def test_site_host(url: str, expected: str) -> None:
 )
 def test_same_site(url: str, home: str, expected: bool) -> None:
     assert same_site(url, home) is expected
+
+
+def test_a_page_named_with_the_other_spelling_of_the_site_is_the_page_known() -> None:
+    known = {"https://www.acme.com.au/contact": {}, "http://acme.com.au/faq": {}, "https://acme.com.au/pricing": {}}
+    assert known_spelling("https://acme.com.au/contact", known) == "https://www.acme.com.au/contact"
+    assert known_spelling("https://www.acme.com.au/faq", known) == "http://acme.com.au/faq"
+    assert known_spelling("https://acme.com.au/pricing", known) == "https://acme.com.au/pricing"
+    assert known_spelling("https://www.acme.com.au/new-page", known) == "https://www.acme.com.au/new-page"
+    # Another site is never taken for this one (the spider refuses it before: spiders/arguments.py).
+    assert known_spelling("https://acme.com.au.evil.example/contact", known) == "https://acme.com.au.evil.example/contact"
 
 
 @pytest.mark.parametrize(

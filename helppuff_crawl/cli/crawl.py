@@ -55,7 +55,8 @@ def run_spider(spider_args: dict[str, Any], settings_overrides: dict[str, Any],
     from scrapy import signals
     from scrapy.crawler import CrawlerProcess
 
-    from helppuff_crawl.spiders.site import SiteArgs, SiteSpider
+    from helppuff_crawl.spiders.arguments import SiteArgs
+    from helppuff_crawl.spiders.site import SiteSpider
 
     try:
         site_args = SiteArgs.parse(**spider_args)

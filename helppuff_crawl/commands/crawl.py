@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from helppuff_crawl.spiders.site import SiteArgs, SiteSpider
+from helppuff_crawl.spiders.arguments import SiteArgs
+from helppuff_crawl.spiders.site import SiteSpider
 from helppuff_crawl.web.addresses import loopback_allowance
 
 if TYPE_CHECKING:

@@ -50,12 +50,12 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from helppuff_crawl.middlewares.guard import (
-    OFFSITE,
     AddressRefused,
     OffsiteRedirect,
     resolve,
 )
 from helppuff_crawl.web.addresses import AddressPolicy, parse_address
+from helppuff_crawl.web.page_status import OFFSITE
 from helppuff_crawl.web.urls import same_site
 
 if TYPE_CHECKING:

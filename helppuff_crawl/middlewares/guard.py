@@ -44,6 +44,7 @@ from twisted.internet.interfaces import IResolutionReceiver
 from zope.interface import implementer
 
 from helppuff_crawl.web.addresses import AddressPolicy, parse_address
+from helppuff_crawl.web.page_status import OFFSITE
 from helppuff_crawl.web.urls import same_site
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-OFFSITE = "redirected to another site"
 _SCHEMES = ("http", "https", "data")
 
 

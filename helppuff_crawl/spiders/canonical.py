@@ -8,6 +8,12 @@ in Scrapy's scraper, and enough of them stop the engine from fetching anything. 
 page whose canonical page is fetched in this run only after that page's `Page` (`hold`), and every
 `Page` it yields goes through `emit`, which lets the pages held for it follow.
 
+A page fetched first (the boilerplate sample, and the pages those wait for) may wait only for a page
+fetched first too, or the crawl would wait for it (the boilerplate pipeline holds every page until
+the whole sample is in); and no page waits for one that waits for it. `wait` says which wait is made,
+or why a canonical link is left unchecked. Which page a canonical link names, if any, is
+web/canonical.py's.
+
 The spider keeps one `PageOrder` per crawl. Pure bookkeeping: no Scrapy import.
 """
 
@@ -24,6 +30,7 @@ class PageOrder:
         self._emitted: set[str] = set()  # candidates whose Page has been yielded
         self._held: dict[str, list[Page]] = {}  # candidate -> pages held back until its Page is yielded
         self._held_on: dict[str, str] = {}  # a held page's URL -> the candidate it waits for
+        self._first: set[str] = set()  # candidates fetched before the others
 
     def alias(self, final: str, candidate: str) -> None:
         """The fetch of `candidate` ended at `final`: a page naming `final` names the candidate's Page."""
@@ -46,6 +53,28 @@ class PageOrder:
             if url == target:
                 return True
         return False
+
+    def fetch_first(self, candidate: str) -> None:
+        """`candidate` is fetched before the others: a boilerplate sample page (the boilerplate pipeline
+        holds every page until the whole sample is in), or a page that such a page waits for."""
+        self._first.add(candidate)
+
+    def wait(self, url: str, canonical: str, *, known: bool, first: bool) -> tuple[str, str]:
+        """What the page `url`, whose canonical link names the candidate `canonical`, waits for before it
+        goes out: (`canonical`, "") to wait for its Page; ("", "") when there is none to wait for (no
+        candidate of this crawl, `known` False, or a Page out already); ("", why) when the link is left
+        unchecked and the page learned as itself:
+
+        - a page fetched first (`first`) may wait only for a page fetched first too, or the crawl
+          would wait for it;
+        - a page whose canonical page waits, itself or through others, for this one: a loop."""
+        if not known or self.is_out(canonical):
+            return "", ""
+        if first and canonical not in self._first:
+            return "", "fetched first (the canonical page is fetched later)"
+        if self.waits_for(canonical, url):
+            return "", "loop (the canonical pages name each other)"
+        return canonical, ""
 
     def hold(self, page: Page, until: str) -> None:
         """Keep `page` back until the Page of candidate `until` is yielded."""

@@ -1,14 +1,14 @@
-"""Quick checks on a fetched page before it is learned from: challenge pages, JS-built pages.
+"""JS-built pages: whether `render_js: auto` renders a fetched page (`render_reason`).
 
-Pure functions over status, headers and HTML; no Scrapy import. `render_js: auto` renders a page
-whose main content is thin and whose scripts can have built it (`render_reason`): the decision
-runs on every fetched page, so it reads one parse (about 1-2 ms a page; bench/render_decision.py).
+Pure functions over HTML; no Scrapy import. `render_js: auto` renders a page whose main content is
+thin and whose scripts can have built it: the decision runs on every fetched page, so it reads one
+parse (about 1-2 ms a page; bench/render_decision.py). What becomes of a page otherwise (blocked,
+gone, not HTML, a challenge page) is web/page_status.py's.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -18,38 +18,6 @@ import lxml.html
 from helppuff_crawl.text.html_text import parse_html, text_length
 from helppuff_crawl.text.markdown import main_content
 from helppuff_crawl.web.urls import site_host
-
-# Markers of bot-check interstitials (Cloudflare, Sucuri, Akamai, PerimeterX, DataDome, hCaptcha
-# and reCAPTCHA walls). Matched case-insensitively on the first 20 KB of the page.
-_CHALLENGE_MARKERS = (
-    ("cloudflare", re.compile(r"<title>\s*(just a moment|attention required)|cf-chl-|challenge-platform|cf_chl_opt")),
-    ("sucuri", re.compile(r"sucuri website firewall|sucuri_cloudproxy")),
-    ("akamai", re.compile(r"<title>\s*access denied\s*</title>.*reference #", re.S)),
-    ("perimeterx", re.compile(r"px-captcha|_pxhd|perimeterx")),
-    ("datadome", re.compile(r"captcha-delivery\.com|datadome")),
-    ("captcha", re.compile(r"<title>[^<]*(captcha|are you a robot|bot check|verify you are human)")),
-)
-_CHALLENGE_HEADERS = (("cf-mitigated", "challenge"),)
-
-
-def challenge_reason(status: int, headers: Mapping[str, str], html: str) -> str:
-    """Why the page is a bot-check interstitial rather than the page ("" when it is not one)."""
-    lowered = {k.lower(): v.lower() for k, v in headers.items()}
-    for name, value in _CHALLENGE_HEADERS:
-        if lowered.get(name) == value:
-            return f"challenge page ({name}: {value})"
-    head = html[:20_000].lower()
-    for vendor, pattern in _CHALLENGE_MARKERS:
-        if pattern.search(head):
-            return f"challenge page ({vendor})"
-    return ""
-
-
-def blocked_reason(status: int) -> str:
-    """401/403/429 mean the site keeps us out: blocked, not failed."""
-    if status in (401, 403, 429):
-        return f"HTTP {status}"
-    return ""
 
 
 def text_and_scripts(html: str) -> tuple[int, int]:
@@ -251,14 +219,3 @@ def needs_rendering(html: str | bytes, min_text: int = 300, min_scripts: int = 2
                     drop_blocks: frozenset[str] = frozenset()) -> bool:
     """`render_js: auto`: thin main content that the page's scripts can have built (`render_reason`)."""
     return bool(render_reason(html, min_text, min_scripts, url=url, drop_blocks=drop_blocks))
-
-
-def is_html(content_type: str, body_start: bytes = b"") -> bool:
-    """HTML by Content-Type, or by sniffing when the type is missing or generic."""
-    ctype = content_type.split(";", 1)[0].strip().lower()
-    if ctype in ("text/html", "application/xhtml+xml"):
-        return True
-    if ctype in ("", "application/octet-stream", "text/plain"):
-        start = body_start[:512].lstrip().lower()
-        return start.startswith((b"<!doctype html", b"<html")) or b"<body" in start
-    return False

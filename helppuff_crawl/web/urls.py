@@ -29,7 +29,9 @@ redirect is one row. The canonical form:
   query (`?`, `?&`) removed.
 
 The form is an identity key. Servers that redirect `/services` to `/services/` still answer it:
-the redirect is followed and the final URL is normalised again.
+the redirect is followed and the final URL is normalised again. The form keeps the host's www. and
+the scheme, as the site spells them; `same_site` counts www. and the apex as one site, and
+`known_spelling` finds a page already known under the other spelling of its site.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+from collections.abc import Collection
 from posixpath import splitext
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -134,6 +137,22 @@ def same_site(url: str, home: str) -> bool:
     port or another spelling of the host, such as localhost for 127.0.0.1, is another site)."""
     host = site_host(url)
     return bool(host) and host == site_host(home)
+
+
+def known_spelling(url: str, known: Collection[str]) -> str:
+    """The URL under which `known` holds the page `url` names: www. and the apex are one
+    site, and so are http and https, so a page named with the other spelling is the page already known
+    (not a second page of the same text); `url` itself when it is known, or no spelling is."""
+    if url in known:
+        return url
+    parts = urlsplit(url)
+    host = parts.netloc[4:] if parts.netloc.startswith("www.") else parts.netloc
+    for scheme in dict.fromkeys((parts.scheme, "https", "http")):
+        for netloc in (host, "www." + host):
+            spelled = parts._replace(scheme=scheme, netloc=netloc).geturl()
+            if spelled in known:
+                return spelled
+    return url
 
 
 def url_filter_reason(url: str) -> str:
