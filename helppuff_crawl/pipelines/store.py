@@ -2,9 +2,9 @@
 
 On open: the vector index and the site's embedding model and chunk sizes are checked (mixing models
 in one index is refused: the crawl then closes at once with the reason); a change of either makes
-every page of the site be learned again; what a killed crawl left half-written is mended
-(writer.reconcile); then what the site holds is read once (writer.KnownSite: page rows, chunk ids,
-live vectors), so that no page costs a read, and the embed pipeline checks reuse against it too.
+every page of the site be learned again (kb/site_index.py); what a killed crawl left half-written is
+mended (site_index.reconcile); then what the site holds is read once (writer.KnownSite: page rows, chunk
+ids, live vectors), so that no page costs a read, and the embed pipeline checks reuse against it too.
 
 Pages are written together (kb/write_queue.py: HELPPUFF_STORE_BATCH_PAGES pages per send, or what is
 queued after HELPPUFF_STORE_LINGER quiet seconds): a send is one D1 transaction for every page's
@@ -77,15 +77,10 @@ from helppuff_crawl.kb.database import BackendConfig
 from helppuff_crawl.kb.facts import FACTS_FIRST, CrawlFacts
 from helppuff_crawl.kb.learn import Lesson
 from helppuff_crawl.kb.page_facts import CrawlPageTexts
+from helppuff_crawl.kb.site_index import ModelMismatch, claim_site, ensure_index, reconcile
+from helppuff_crawl.kb.vector_mutations import vectorize_wait
 from helppuff_crawl.kb.write_queue import PageWriteQueue
-from helppuff_crawl.kb.writer import (
-    IndexConfig,
-    KnowledgeWriter,
-    KnownSite,
-    ModelMismatch,
-    PageWrite,
-    vectorize_wait,
-)
+from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter, KnownSite, PageWrite
 from helppuff_crawl.pipelines.embed import EmbedPipeline
 
 if TYPE_CHECKING:
@@ -156,12 +151,12 @@ class StorePipeline:
         self.embedding = self._embedding()
         site = self.run.config.site
         try:
-            await self.writer.ensure_index()
-            if await self.writer.claim_site(site):
+            await ensure_index(self.writer)
+            if await claim_site(self.writer, site):
                 self._relearn = True
                 self.run.crawl_in_full("the site's embedding model or chunk sizes changed: every page is learned again")
                 await pages.redo_all_pages(self.kb, site)
-            mended = await self.writer.reconcile(site)
+            mended = await reconcile(self.writer, site)
             self.known = self.run.known = await KnownSite.load(self.kb, site, self.writer.model)
         except (ModelMismatch, CloudflareError) as exc:
             logger.error("The knowledge base of %s cannot take this crawl: %s", site, exc,
