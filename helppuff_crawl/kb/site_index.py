@@ -6,7 +6,7 @@ left half-written, mended.
 - `claim_site(writer, site)`: the site's model, dimensions, index and chunk sizes are recorded in D1
   `site_index`; True when the model or the sizes changed (every page of the site is then learned
   again); refused (ModelMismatch) when another site in the index uses another model.
-- `reconcile(writer, site)`, at the start of a crawl, finishes what a killed crawl
+- `reconcile(writer, site)`, at the start of a crawl (kb/crawl_start.py), finishes what a killed crawl
   left (kb/writer.py describes the write it cuts short): `deleting` ids are deleted; `writing` ids are
   deleted too (their chunk row may hold older text), and their pages are marked to be redone (content
   hash cleared); chunks with no live vector of the site's model have their pages redone as well.

@@ -13,7 +13,8 @@ The `vectors` table in D1 is the manifest of what Vectorize holds. For one page:
 `write_pages` does the same for many pages at once (one intent batch, one upload, one D1 transaction,
 one delete), which is how a crawl writes: the calls per page are the production bottleneck (the API
 allows 1,200 requests per 5 minutes). A crawl reads what the site holds once, at its start
-(`KnownSite`), and its writes keep it current, so that no page costs a read.
+(`KnownSite`, in kb/crawl_start.py's CrawlStart), and its writes keep it current, so that no page
+costs a read.
 
 What a write cut short leaves is mended at the next crawl's start by kb/site_index.py `reconcile`;
 that module also checks the index and claims the site's place in it before anything is written. Vectorize
