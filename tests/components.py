@@ -78,11 +78,11 @@ async def open_parts(tmp_path: Path, embedder: FakeEmbedder | None = None, **set
     embedder = embedder or FakeEmbedder(dimensions=384, model=LOCAL_MODEL)
     embed = None
     if crawler.settings.getbool("HELPPUFF_EMBED_ENABLED"):
-        embed = EmbedPipeline(crawler, run.kb, embedder)
+        embed = EmbedPipeline(crawler, run, embedder)
         embed.open_spider()
     store = StorePipeline(crawler, run, lambda: embed)
-    await store.open_spider()
-    await run.spider_opened(crawler.spider)
+    store.open_spider()
+    await run.spider_opened(crawler.spider)  # the run row, then the crawl's start
     scraped: list[Page] = []
 
     def collect(item: Page) -> None:

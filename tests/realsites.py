@@ -9,7 +9,7 @@ that tests/sitesserver.py SiteServer serves it on 127.0.0.1 as the host would:
     with server:
         ...  # https://eagleeyebackflow.ca/faq.html in its pages is now server.url + "/faq.html"
 
-Used by tests/test_real_sites.py and bench/retrieval.py.
+Used by tests/test_real_sites.py, bench/retrieval.py and bench/same_knowledge.py.
 """
 
 from __future__ import annotations
@@ -51,11 +51,12 @@ def shared_sites_dir() -> Path | None:
     return SHARED_SITES if SHARED_SITES.is_dir() else None
 
 
-def real_site_server(name: str, port: int = 0) -> SiteServer | None:
+def real_site_server(name: str, port: int = 0, *, sites: Path | None = None) -> SiteServer | None:
     """A (not yet started) SiteServer for shared site `name` with its host's options, or None when
-    ../shared/data/sites or the site's folder is absent. KeyError for a name not in REAL_SITES."""
+    ../shared/data/sites (or `sites`, another copy of it) or the site's folder is absent. KeyError for
+    a name not in REAL_SITES."""
     site = REAL_SITES[name]
-    base = shared_sites_dir()
+    base = sites if sites is not None else shared_sites_dir()
     if base is None or not (base / site.folder).is_dir():
         return None
     return SiteServer(base / site.folder, port, domains=site.domains, fallback=site.fallback)

@@ -11,6 +11,7 @@ import pytest
 import pytest_twisted
 from scrapy.exceptions import CloseSpider, NotConfigured
 
+from helppuff_crawl.embed.models import default_model
 from helppuff_crawl.extensions.run import CrawlRun, RunConfig
 from helppuff_crawl.items import Page
 from tests.components import crawl_settings, fetched_page, open_parts
@@ -107,6 +108,27 @@ def test_config_from_the_settings(tmp_path: Path) -> None:
         RunConfig.from_settings(component_crawler(**crawl_settings(tmp_path, HELPPUFF_SITE="")).settings)
 
 
+def test_the_crawls_one_writer_from_the_settings(tmp_path: Path) -> None:
+    run = component_crawler(**crawl_settings(tmp_path)).get_extension(CrawlRun)
+    index = run.writer.config
+    assert (index.index, index.model, index.dimensions) == ("helppuff", default_model(remote=False), 384)
+    assert (index.sizes.min_tokens, index.sizes.max_tokens) == (150, 800)
+    assert run.writer.mutations.wait_seconds == 60.0  # HELPPUFF_VECTORIZE_WAIT
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("HELPPUFF_EMBED_MODEL", "@cf/nobody/nothing", "HELPPUFF_EMBED_MODEL must be one of"),
+    ("HELPPUFF_CHUNK_MAX_TOKENS", 50, "HELPPUFF_CHUNK_MIN_TOKENS / HELPPUFF_CHUNK_MAX_TOKENS"),
+    ("HELPPUFF_VECTORIZE_INDEX", "", "HELPPUFF_VECTORIZE_INDEX must name"),
+    ("HELPPUFF_VECTORIZE_WAIT", -1, "HELPPUFF_VECTORIZE_WAIT must be seconds >= 0"),
+    ("HELPPUFF_VECTORIZE_WAIT", "a while", "HELPPUFF_VECTORIZE_WAIT must be seconds >= 0"),
+])
+def test_bad_writer_settings_are_refused_naming_them(tmp_path: Path, name: str, value: Any, message: str) -> None:
+    crawler = component_crawler(**crawl_settings(tmp_path, EXTENSIONS={}, **{name: value}))
+    with pytest.raises(ValueError, match=message):
+        CrawlRun(crawler, local_kb(tmp_path))
+
+
 def test_the_switch(tmp_path: Path) -> None:
     crawler = component_crawler(**crawl_settings(tmp_path, HELPPUFF_RUN_ENABLED=False))
     assert crawler.get_extension(CrawlRun) is None
@@ -145,3 +167,44 @@ async def _no_row(tmp_path: Path) -> None:
 @pytest_twisted.inlineCallbacks
 def test_a_run_row_that_cannot_be_written_closes_the_crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_no_row(tmp_path))
+
+
+async def _refused(tmp_path: Path) -> dict[str, Any]:
+    from helppuff_crawl.kb.site_index import claim_site, ensure_index
+    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
+    from helppuff_crawl.pipelines.store import StorePipeline
+    from helppuff_crawl.text.chunking import ChunkSizes
+
+    # Another site's passages are in the index, of another model with the same dimensions.
+    kb = local_kb(tmp_path)
+    other = KnowledgeWriter(kb, IndexConfig("helppuff", "@local/all-minilm-l6-v2", 384, ChunkSizes(150, 800)))
+    await ensure_index(other)
+    await claim_site(other, "other")
+    await kb.close()
+    crawler = component_crawler(**crawl_settings(tmp_path))
+    run = crawler.get_extension(CrawlRun)
+    assert run is not None
+    with pytest.raises(RuntimeError, match="before the crawl started"):
+        run.start  # noqa: B018
+    store = StorePipeline(crawler, run, lambda: None)
+    store.open_spider()
+    with pytest.raises(CloseSpider) as closing:
+        await run.spider_opened(None)
+    assert not run.started and run.run_id  # inside its run, which records why
+    await store.close_spider()  # refused before its first request: nothing to finish
+    await run.spider_closed(None, closing.value.reason)
+    return {"reason": closing.value.reason, "runs": kb_rows(tmp_path, "SELECT status, reason FROM crawl_runs"),
+            "claimed": kb_rows(tmp_path, "SELECT site FROM site_index"),
+            "checks": kb_rows(tmp_path, "SELECT run_id FROM self_checks")}
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_knowledge_base_that_cannot_take_the_crawl_closes_it_with_the_reason(tmp_path: Path, caplog):  # type: ignore[no-untyped-def]
+    got = yield run_async(_refused(tmp_path))
+    why = ("Vectorize index helppuff holds @local/all-minilm-l6-v2 vectors (site other); "
+           f"{default_model(remote=False)} cannot be mixed into it")
+    assert got["reason"].startswith(f"knowledge base refused: {why}")
+    assert got["runs"] == [{"status": "failed", "reason": f"crawl stopped: {got['reason']}"}]
+    assert got["claimed"] == [{"site": "other"}] and got["checks"] == []
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        f"The knowledge base of acme cannot take this crawl: {why} (use another index with HELPPUFF_VECTORIZE_INDEX)"]

@@ -1,5 +1,7 @@
 """KnowledgeWriter on the local cloud: one write per page, unchanged text reused, and a write
-cut short at any step is mended by reconcile() with D1 and Vectorize agreeing again."""
+cut short at any step is mended by reconcile() with D1 and Vectorize agreeing again. With the writer,
+the index and the site's claim on it (kb/site_index.py) and its Vectorize writes not applied yet
+(kb/vector_mutations.py), which these scenarios exercise together."""
 
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ import pytest_twisted
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.pages import page_row_statement
+from helppuff_crawl.kb.site_index import ModelMismatch, claim_site, ensure_index, reconcile
 from helppuff_crawl.kb.writer import (
     ChunkRow,
     IndexConfig,
     KnowledgeWriter,
     KnownSite,
-    ModelMismatch,
     PageWrite,
 )
 from helppuff_crawl.text.chunking import ChunkMeta, ChunkSizes, chunk_page
@@ -88,8 +90,8 @@ async def _write(writer: KnowledgeWriter, markdown: str) -> None:
 
 async def _crash_scenario(tmp_path: Path, method: str, nth: int) -> dict[str, Any]:
     kb, writer = _open(tmp_path)
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
     await _write(writer, _V1)
     assert (await writer.consistency(SITE))["consistent"]
     # The second version's write is cut short at the chosen call.
@@ -98,7 +100,7 @@ async def _crash_scenario(tmp_path: Path, method: str, nth: int) -> dict[str, An
     with pytest.raises(ConnectionResetError):
         await _write(crashing, _V2)
     # The next crawl starts: reconcile, then the page (its hash cleared if needed) is written again.
-    mended = await writer.reconcile(SITE)
+    mended = await reconcile(writer, SITE)
     await _write(writer, _V2)
     report = await writer.consistency(SITE)
     texts = [r["text"] for r in await kb.query("SELECT text FROM chunks ORDER BY seq")]
@@ -122,8 +124,8 @@ def test_a_write_cut_short_is_mended(tmp_path: Path, method: str, nth: int):  # 
 
 async def _reuse_scenario(tmp_path: Path) -> None:
     kb, writer = _open(tmp_path)
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
     await _write(writer, _V1)
     first = writer.vector_writes
     assert first == 2
@@ -133,10 +135,10 @@ async def _reuse_scenario(tmp_path: Path) -> None:
     # Another model in the same index is refused, with a clear message.
     other = KnowledgeWriter(kb, _index("@cf/baai/bge-m3", 1024))
     with pytest.raises(ModelMismatch, match="holds 8-dimension vectors"):
-        await other.ensure_index()
+        await ensure_index(other)
     same_dims = KnowledgeWriter(kb, _index("@cf/qwen/qwen3-embedding-0.6b"))
     with pytest.raises(ModelMismatch, match="cannot be mixed"):
-        await same_dims.claim_site("another-site")
+        await claim_site(same_dims, "another-site")
     await kb.close()
 
 
@@ -147,14 +149,14 @@ def test_unchanged_chunks_keep_their_vectors_and_models_never_mix(tmp_path: Path
 
 async def _stale_scenario(tmp_path: Path) -> None:
     kb, writer = _open(tmp_path)
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
     await _write(writer, _V1)
     assert await writer.stale_pages(SITE) == []
     # The site moves to another model (same dimension here): its pages' vectors are stale, and
     # a page that is not fetched this time is found with its kept Markdown, to re-embed.
     other = KnowledgeWriter(kb, _index("@cf/qwen/qwen3-embedding-0.6b"))
-    assert await other.claim_site(SITE) is True
+    assert await claim_site(other, SITE) is True
     (stale,) = await other.stale_pages(SITE)
     assert stale["url"] == URL and stale["markdown"] == _V1
     assert await other.reusable(SITE, _rows(_V1)) == set()
@@ -182,8 +184,8 @@ class _CountingBatches:
 
 async def _passage_page_scenario(tmp_path: Path) -> None:
     kb, writer = _open(tmp_path)
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
     counting = _CountingBatches(kb.client)
     kb.client = counting  # type: ignore[assignment]
     embedded: list[str] = []
@@ -222,11 +224,11 @@ def test_an_unchanged_page_of_our_own_is_not_written_again(tmp_path: Path):  # t
 
 async def _sizes_scenario(tmp_path: Path) -> None:
     kb, writer = _open(tmp_path)
-    await writer.ensure_index()
-    assert await writer.claim_site(SITE) is False  # a new site: nothing to learn again
-    assert await writer.claim_site(SITE) is False  # the same model and sizes
+    await ensure_index(writer)
+    assert await claim_site(writer, SITE) is False  # a new site: nothing to learn again
+    assert await claim_site(writer, SITE) is False  # the same model and sizes
     smaller = KnowledgeWriter(kb, IndexConfig("test-index", "@local/all-minilm-l6-v2", DIMS, ChunkSizes(100, 400)))
-    assert await smaller.claim_site(SITE) is True  # other chunk sizes: every page is learned again
+    assert await claim_site(smaller, SITE) is True  # other chunk sizes: every page is learned again
     (row,) = await kb.query("SELECT chunk_min_tokens, chunk_max_tokens FROM site_index WHERE site = ?", [SITE])
     assert (row["chunk_min_tokens"], row["chunk_max_tokens"]) == (100, 400)
     await kb.close()
@@ -254,8 +256,8 @@ async def _big_document_scenario(tmp_path: Path) -> dict[str, Any]:
     """A 300,000-character document learned, changed, and removed, on a D1 that binds at most 100
     parameters per statement (the local cloud's SQLite holds D1's limits)."""
     kb, writer = _open(tmp_path)
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
 
     async def embed(texts: list[str]) -> list[list[float]]:
         return [_vector(text) for text in texts]
@@ -290,8 +292,8 @@ _OTHER = "https://acme.example/contact"
 
 async def _pending_scenario(tmp_path: Path) -> dict[str, Any]:
     kb, writer = _open(tmp_path)  # the project's default delay
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
     await _write(writer, _V1)
     assert (await writer.consistency(SITE))["consistent"]  # it waits for its own writes
     lost = min(r["id"] for r in await kb.query("SELECT id FROM chunks WHERE url = ?", [URL]))
@@ -324,8 +326,8 @@ def test_writes_not_applied_yet_are_pending_and_lost_vectors_missing(tmp_path: P
 async def _overtaken_scenario(tmp_path: Path) -> dict[str, Any]:
     kb, writer = _open(tmp_path)  # the project's default delay
     quick_kb = local_kb(tmp_path, "kb", HELPPUFF_LOCAL_VECTORIZE_DELAY=0)
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
     seen = {}
     for step, markdown in (("upsert", _V1), ("delete", "")):
         if markdown:
@@ -354,8 +356,8 @@ def test_a_writer_sees_its_writes_applied_past_another_writers(tmp_path: Path): 
 async def _many_pages_scenario(tmp_path: Path) -> dict[str, Any]:
     """Three pages written together cost the calls of one: the intent, one upload, one transaction."""
     kb, writer = _open(tmp_path)
-    await writer.ensure_index()
-    await writer.claim_site(SITE)
+    await ensure_index(writer)
+    await claim_site(writer, SITE)
     known = await KnownSite.load(kb, SITE, writer.model)
     urls = [f"https://acme.example/p{i}" for i in range(3)]
 
@@ -417,21 +419,21 @@ class _ReadBeforeTheOther:
 
 async def _two_crawls_scenario(tmp_path: Path) -> None:
     kb, first = _open(tmp_path)
-    await first.ensure_index()  # the other crawl made the index and its metadata index
+    await ensure_index(first)  # the other crawl made the index and its metadata index
     late = _ReadBeforeTheOther(kb.client)
     second = KnowledgeWriter(KnowledgeBase(late, await kb.database_id()), _index())  # type: ignore[arg-type]
-    await second.ensure_index()  # its creates are refused as duplicates (409): not an error
+    await ensure_index(second)  # its creates are refused as duplicates (409): not an error
     assert late.stale == {}  # both reads were the stale ones
     indexes = await kb.client.vectorize_list_metadata_indexes(second.index)
     assert [m["propertyName"] for m in indexes] == ["category"]
-    await second.claim_site(SITE)
+    await claim_site(second, SITE)
     await _write(second, _V1)
     assert (await second.consistency(SITE))["consistent"]
     # A refusal that is not a duplicate still stops the crawl: another model's index.
     other = KnowledgeWriter(KnowledgeBase(_ReadBeforeTheOther(kb.client), await kb.database_id()),  # type: ignore[arg-type]
                             _index("@cf/baai/bge-m3", 1024))
     with pytest.raises(ModelMismatch, match="holds 8-dimension vectors"):
-        await other.ensure_index()
+        await ensure_index(other)
     await kb.close()
 
 

@@ -78,6 +78,22 @@ def _ndjson(*vectors: dict[str, Any]) -> bytes:
     return b"".join(json.dumps(v).encode() + b"\n" for v in vectors)
 
 
+def test_an_index_is_made_whole_or_not_at_all(tmp_path: Path) -> None:
+    folder = tmp_path / "vectorize"
+    folder.mkdir()
+    # What a process killed while it made an index leaves: a file of its own, with no configuration.
+    left = folder / ".kb.sqlite3.0123456789abcdef.creating"
+    conn = sqlite3.connect(left)
+    conn.execute("CREATE TABLE config (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.close()
+    cloud = LocalCloud(tmp_path)
+    assert cloud.handle("GET", V2).body["result"] == []  # no index: the next crawl makes it
+    created = _post(cloud, "", {"name": "kb", "config": {"dimensions": 3, "metric": "cosine"}})
+    assert created.status == 200 and cloud.vector_index("kb").dimensions == 3
+    assert [p.name for p in folder.glob(".*.creating")] == [left.name]  # its own is gone once in place
+    assert [index["name"] for index in cloud.handle("GET", V2).body["result"]] == ["kb"]
+
+
 def test_rest_contract_of_indexes_and_upserts(tmp_path: Path) -> None:
     cloud = LocalCloud(tmp_path)
     created = _post(cloud, "", {"name": "kb", "config": {"dimensions": 3, "metric": "cosine"}, "description": "d"})

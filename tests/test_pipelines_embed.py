@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 import pytest_twisted
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import build_from_crawler
 
 from helppuff_crawl.embed.models import default_model
+from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
 from helppuff_crawl.pipelines.chunk import ChunkPipeline
 from helppuff_crawl.pipelines.embed import EmbedConfig, EmbedPipeline
@@ -144,14 +146,22 @@ def test_pages_without_chunks_pass_through(tmp_path: Path):  # type: ignore[no-u
     yield run_async(_passes_through(tmp_path))
 
 
+def _config(tmp_path: Path, **settings: Any) -> EmbedConfig:
+    """The embed pipeline's config as a crawl builds it: its index is the crawl's one writer's."""
+    crawler = component_crawler(**crawl_settings(tmp_path, **settings))
+    pipeline = build_from_crawler(EmbedPipeline, crawler)
+    run = crawler.get_extension(CrawlRun)
+    assert pipeline.config.index is run.writer.config
+    return pipeline.config
+
+
 def test_config_from_the_settings(tmp_path: Path) -> None:
-    config = EmbedConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
+    config = _config(tmp_path)
     assert (config.batch_size, config.concurrency, config.linger) == (32, 2, 0.05)
     assert config.send_when_idle  # the local cloud
     assert (config.index.model, config.index.dimensions, config.index.index) == (default_model(remote=False), 384,
                                                                                   "helppuff")
-    remote = EmbedConfig.from_settings(component_crawler(**crawl_settings(
-        tmp_path, HELPPUFF_CLOUDFLARE_API_TOKEN="token", HELPPUFF_CLOUDFLARE_ACCOUNT_ID="account")).settings)
+    remote = _config(tmp_path, HELPPUFF_CLOUDFLARE_API_TOKEN="token", HELPPUFF_CLOUDFLARE_ACCOUNT_ID="account")
     assert not remote.send_when_idle  # on Cloudflare every call is a request: a partial batch lingers
     assert remote.index.model == default_model(remote=True)
 
@@ -161,11 +171,10 @@ def test_config_from_the_settings(tmp_path: Path) -> None:
     ("HELPPUFF_EMBED_BATCH_SIZE", -1, r"HELPPUFF_EMBED_BATCH_SIZE must be 1-32"),
     ("HELPPUFF_EMBED_CONCURRENCY", 0, "HELPPUFF_EMBED_CONCURRENCY must be >= 1"),
     ("HELPPUFF_EMBED_LINGER", 0, "HELPPUFF_EMBED_LINGER must be > 0"),
-    ("HELPPUFF_VECTORIZE_INDEX", "", "HELPPUFF_VECTORIZE_INDEX must name"),
-])
+])  # the index's settings are the writer's: tests/test_extensions_run.py
 def test_bad_settings_are_refused_naming_them(tmp_path: Path, name: str, value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        EmbedConfig.from_settings(component_crawler(**crawl_settings(tmp_path, **{name: value})).settings)
+        _config(tmp_path, **{name: value})
 
 
 def test_the_switch(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ async def _into_a_duplicate_and_back(tmp_path: Path) -> None:
     async def crawl(deals: str, first: str) -> dict[str, Page]:
         """One crawl of /offers and /deals (in the order `first` says), then its end."""
         parts = await open_parts(tmp_path)
-        hashing = HashPipeline(parts.crawler, lambda: parts.run.known)
+        hashing = HashPipeline(parts.crawler, lambda: parts.run.start.known)
         texts = {f"{A}/offers": SALON, f"{A}/deals": deals}
         order = sorted(texts, key=lambda url: url != f"{A}{first}")
         done = {}

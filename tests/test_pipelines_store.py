@@ -11,7 +11,7 @@ import pytest_twisted
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 
-from helppuff_crawl.embed.models import default_model
+from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
 from helppuff_crawl.pipelines.store import StoreConfig, StorePipeline
 from tests.components import LOCAL_MODEL, crawl_settings, fetched_page, open_parts
@@ -144,18 +144,17 @@ def test_a_failed_embedding_fails_the_page_and_the_run_says_why(tmp_path: Path):
 
 
 def test_config_from_the_settings(tmp_path: Path) -> None:
-    config = StoreConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
-    assert (config.retry_delays, config.index.model) == ((900, 7200), default_model(remote=False))
-    assert (config.index.sizes.min_tokens, config.index.sizes.max_tokens) == (150, 800)
-    assert config.vectorize_wait == 60.0
+    crawler = component_crawler(**crawl_settings(tmp_path))
+    config = StoreConfig.from_settings(crawler.settings)
+    assert (config.retry_delays, config.batch_pages, config.linger) == ((900, 7200), 20, 1.0)
+    # The index, the model, the chunk sizes and the wait are the crawl's one writer's (tests/test_extensions_run.py).
+    assert build_from_crawler(StorePipeline, crawler).writer is crawler.get_extension(CrawlRun).writer
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("HELPPUFF_RETRY_DELAYS", [900, -1], "HELPPUFF_RETRY_DELAYS must be positive"),
-    ("HELPPUFF_EMBED_MODEL", "@cf/nobody/nothing", "HELPPUFF_EMBED_MODEL must be one of"),
-    ("HELPPUFF_CHUNK_MAX_TOKENS", 50, "HELPPUFF_CHUNK_MIN_TOKENS / HELPPUFF_CHUNK_MAX_TOKENS"),
-    ("HELPPUFF_VECTORIZE_WAIT", -1, "HELPPUFF_VECTORIZE_WAIT must be seconds >= 0"),
-    ("HELPPUFF_VECTORIZE_WAIT", "a while", "HELPPUFF_VECTORIZE_WAIT must be seconds >= 0"),
+    ("HELPPUFF_STORE_BATCH_PAGES", 0, "HELPPUFF_STORE_BATCH_PAGES must be >= 1"),
+    ("HELPPUFF_STORE_LINGER", 0, "HELPPUFF_STORE_LINGER must be > 0"),
 ])
 def test_bad_settings_are_refused_naming_them(tmp_path: Path, name: str, value: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):

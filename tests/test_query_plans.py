@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from helppuff_crawl.kb.selfcheck import CHUNK_PAGES_SQL
-from helppuff_crawl.kb.writer import LIVE_VECTORS_SQL, REDO_PAGES_SQL
+from helppuff_crawl.kb.site_index import REDO_PAGES_SQL
+from helppuff_crawl.kb.writer import LIVE_VECTORS_SQL
 from helppuff_crawl.local.d1 import LocalD1
 
 NOW = "2026-12-02T00:00:00Z"

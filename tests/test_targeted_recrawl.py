@@ -176,7 +176,7 @@ async def _targeted_outcome(tmp_path: Path, pages: list[Any]) -> dict[str, Any]:
     from tests.components import open_parts
 
     parts = await open_parts(tmp_path, HELPPUFF_ONLY=[p.url for p in pages])
-    assert parts.run.targeted
+    assert parts.run.start.targeted
     for page in pages:
         await parts.learn(page)
     await parts.close()

@@ -238,7 +238,8 @@ def open_knowledge(settings: Any) -> tuple[Any, Any, Any]:
     """The knowledge base the settings name, its writer, and the embedder of the site's index."""
     from helppuff_crawl.embed.models import WorkersAIEmbedder
     from helppuff_crawl.kb.database import BackendConfig, KnowledgeBase
-    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter, vectorize_wait
+    from helppuff_crawl.kb.vector_mutations import vectorize_wait
+    from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
 
     backend = BackendConfig.from_settings(settings)
     try:
@@ -282,12 +283,13 @@ def _owner_line(counts: dict[str, int]) -> str:
 
 async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
     from helppuff_crawl.kb import facts_table
+    from helppuff_crawl.kb.site_index import claim_site, ensure_index
 
     kb, writer, embedder = open_knowledge(settings)
     try:
         await facts_table.set_owner_fact(kb, site, key, facts_table.parse_owner_value(value))
-        await writer.ensure_index()
-        await writer.claim_site(site)
+        await ensure_index(writer)
+        await claim_site(writer, site)
         chunks = await facts_table.write_facts_passage(kb, writer, embedder.embed, site)
         await writer.wait_for_writes()
         return chunks
@@ -298,14 +300,15 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
 async def detect_facts(settings: Any, site: str, dry_run: bool) -> tuple[Any, int]:
     """Read the site's stored contact, home and location pages for its missing facts; (the detection, passage chunks)."""
     from helppuff_crawl.kb import facts_detect, facts_table
+    from helppuff_crawl.kb.site_index import claim_site, ensure_index
 
     kb, writer, embedder = open_knowledge(settings)
     try:
         found = await facts_detect.detect(kb, site, facts_detect.PageFactsConfig.from_settings(settings), dry_run=dry_run)
         chunks = 0
         if found.stored:
-            await writer.ensure_index()
-            await writer.claim_site(site)
+            await ensure_index(writer)
+            await claim_site(writer, site)
             chunks = await facts_table.write_facts_passage(kb, writer, embedder.embed, site)
             await writer.wait_for_writes()
         return found, chunks

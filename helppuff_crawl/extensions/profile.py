@@ -21,7 +21,8 @@ wrapped coroutine or call, exclusive of the wrapped calls nested inside it (a pi
 calls D1 counts the call under "write", the rest under its pipeline); the local cloud's calls
 run on worker threads and are timed there; native threads are read from /proc/self/task (Linux;
 elsewhere they fall into "other"). The window is spider_opened to spider_closed, so the pipelines'
-open_spider work (once per crawl) is outside it.
+open_spider work (once per crawl) is outside it; the crawl's start (extensions/run.py, once per crawl,
+on spider_opened after the run row is written) falls in it, its D1 and Vectorize calls under "write".
 
 Enable: EXTENSIONS {"helppuff_crawl.extensions.profile.StageProfile": 10}, HELPPUFF_PROFILE_STAGES.
 Stats (milliseconds of CPU, seconds of wall): helppuff/profile/cpu_ms/{fetch,extract,chunk,embed,

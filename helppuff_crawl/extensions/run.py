@@ -1,9 +1,13 @@
 """The crawl's run in D1 `crawl_runs`, on Scrapy's signals (as scrapy/extensions/corestats.py keeps
-the core stats), and the knowledge base the crawl's components record into.
+the core stats), the knowledge base the crawl's components record into, and the crawl's start.
 
     spider_opened  runs left "running" by a process that is gone are marked failed; this run's row is
                    created ("running") with a heartbeat every HELPPUFF_RUN_HEARTBEAT seconds; when
-                   the row cannot be written the crawl closes at once (CloseSpider, with the reason)
+                   the row cannot be written the crawl closes at once (CloseSpider, with the reason);
+                   then the crawl starts (kb/crawl_start.py open_crawl, with the crawl's one writer)
+                   and `start` is published; a knowledge base that cannot take the crawl (another
+                   model in the index, Cloudflare's refusal) closes it at once too, "knowledge base
+                   refused: <why>"
     item_scraped   each page, as the store left it, is counted (found, ticked, learned, failed)
     spider_closed  the crawl's embedding use is priced and added to the day's usage; the run becomes
                    "done", or "failed" with the reason: the crawl stopped early, finishing failed
@@ -11,23 +15,34 @@ the core stats), and the knowledge base the crawl's components record into.
                    and nothing was, or nothing was found; the knowledge-base client's calls go into the
                    stats (so into the run row too); then the knowledge base is closed
 
+`start` (kb/crawl_start.CrawlStart) is set once, on spider_opened: after the item pipelines' open_spider
+and before the spider's start() is iterated (Scrapy's order), so the spider reads it in start() and the
+pipelines when their first item comes (process_item) or at close_spider, never in open_spider; read
+before it is published, it raises. The spider takes the pages to fetch from it, the boilerplate pipeline
+the stored furniture, the hash, embed and store pipelines what the site held; none writes back.
+
 A targeted crawl (HELPPUFF_ONLY: the pages named, spider argument `only`) is a run like any other;
 crawl_runs has no kind column, so its mode is in its stats (helppuff/targeted/pages: the pages named).
 It need not fetch the home page, so its outcome is read from the pages named: "failed" when none of
 them could be fetched (each failed or blocked), else "done" (a page now gone is a result: it leaves).
-When the site's model or chunk sizes changed, the store makes the crawl a full one instead
-(`crawl_in_full`: the reason is logged and is the stat helppuff/targeted/full_instead).
+When the site's model or chunk sizes changed, the crawl start makes it a full one instead (the reason
+is logged and is the stat helppuff/targeted/full_instead).
 
-The knowledge base is opened when the crawler builds its extensions, before the item pipelines, which
-take it from here (`crawler.get_extension(CrawlRun).kb`): one connection for the whole crawl.
+The knowledge base and the crawl's one KnowledgeWriter (its IndexConfig: HELPPUFF_VECTORIZE_INDEX,
+HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS; HELPPUFF_VECTORIZE_WAIT) are
+made when the crawler builds its extensions, before the item pipelines, which take them from here
+(`crawler.get_extension(CrawlRun).kb`, `.writer`): one connection and one writer for the whole crawl.
 
 Enable: EXTENSIONS {"helppuff_crawl.extensions.run.CrawlRun": 0}. Settings: HELPPUFF_RUN_ENABLED,
-HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, HELPPUFF_ONLY, and those of the
-knowledge base (HELPPUFF_DATA_DIR, HELPPUFF_D1_DATABASE, the Cloudflare credentials).
-Stats: helppuff/run_id; the Cloudflare API calls of the crawl (helppuff_crawl/cloudflare/pacing.py CallCounts):
-helppuff/cloudflare/calls/{d1,vectorize,ai} (requests sent, retries included), helppuff/cloudflare/calls (all),
-retries, rate_limited (429s waited out), retry_wait_seconds, paced (calls the client's pacer held back),
-pace_wait_seconds, gave_up (calls that failed after their retries), under helppuff/cloudflare/.
+HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, HELPPUFF_ONLY, those of
+the writer above, and those of the knowledge base (HELPPUFF_DATA_DIR, HELPPUFF_D1_DATABASE, the Cloudflare
+credentials).
+Stats: helppuff/run_id; helppuff/store/mended/<what> (what the crawl start mended after a killed crawl),
+helppuff/targeted/full_instead; the Cloudflare API calls of the crawl (helppuff_crawl/cloudflare/pacing.py
+CallCounts): helppuff/cloudflare/calls/{d1,vectorize,ai} (requests sent, retries included),
+helppuff/cloudflare/calls (all), retries, rate_limited (429s waited out), retry_wait_seconds, paced (calls
+the client's pacer held back), pace_wait_seconds, gave_up (calls that failed after their retries), under
+helppuff/cloudflare/.
 """
 
 from __future__ import annotations
@@ -46,15 +61,16 @@ from helppuff_crawl.cloudflare.pricing import neurons
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb import runs, usage
 from helppuff_crawl.kb.crawl_queue import queue_retries
-from helppuff_crawl.kb.database import KnowledgeBase, NotDeployed
+from helppuff_crawl.kb.crawl_start import CrawlStart, open_crawl
+from helppuff_crawl.kb.database import BackendConfig, KnowledgeBase, NotDeployed
 from helppuff_crawl.kb.pages import LEARNED
+from helppuff_crawl.kb.site_index import ModelMismatch
+from helppuff_crawl.kb.vector_mutations import vectorize_wait
+from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
-
-    from helppuff_crawl.kb.writer import KnownSite
-    from helppuff_crawl.text.boilerplate import Furniture
 
 logger = logging.getLogger(__name__)
 
@@ -90,14 +106,14 @@ class CrawlRun:
         self.crawler = crawler
         self.stats = crawler.stats
         self.kb = kb
+        self.backend = kb.config or BackendConfig.from_settings(crawler.settings)  # where the knowledge base is
+        # The crawl's one writer: the start, the embed pipeline's reuse check and the store's writes.
+        self.writer = KnowledgeWriter(kb, IndexConfig.from_settings(crawler.settings, self.backend.remote),
+                                      wait=vectorize_wait(crawler.settings))
         self.run_id = ""
         self.counts = {key: 0 for key in runs.RUN_COUNTS}
         self.home: Page | None = None
-        self.known: KnownSite | None = None  # what the site held at the start (the store reads it)
-        # The pages this run fetches when it is targeted, else (): the spider, the boilerplate and the
-        # store pipelines read it once the crawl is open (the store may make it a full crawl first).
-        self.targeted: tuple[str, ...] = self.config.only
-        self.furniture: Furniture | None = None  # stored furniture for a targeted crawl (the boilerplate pipeline's)
+        self._start: CrawlStart | None = None
         self._unreached: list[str] = []  # "URL status: reason" of each page recorded failed or blocked
         self._heartbeat: asyncio.Task[None] | None = None
 
@@ -123,6 +139,40 @@ class CrawlRun:
         self.stats.set_value("helppuff/run_id", self.run_id)
         self._heartbeat = asyncio.ensure_future(self._beat())
         logger.info("Crawl run %s of %s started", self.run_id, self.config.site, extra={"spider": spider})
+        await self._open_crawl(spider)
+
+    async def _open_crawl(self, spider: Any) -> None:
+        """The crawl's start, inside its run (pages are recorded in a run), published as `start`."""
+        site = self.config.site
+        try:
+            start = await open_crawl(self.writer, site, self.config.only)
+        except (ModelMismatch, CloudflareError) as exc:
+            logger.error("The knowledge base of %s cannot take this crawl: %s", site, exc, extra={"spider": spider})
+            raise CloseSpider(f"knowledge base refused: {exc}".splitlines()[0][:300]) from exc
+        except Exception as exc:
+            logger.error("The crawl of %s could not start", site, exc_info=True, extra={"spider": spider})
+            raise CloseSpider(f"the crawl could not start: {type(exc).__name__}: {exc}".splitlines()[0][:300]) from exc
+        for key, value in start.mended.items():
+            if value:
+                self.stats.set_value(f"helppuff/store/mended/{key}", value)
+        if start.full_instead:
+            logger.warning("Targeted crawl of %s (%d pages) done as a full crawl: %s", site, len(self.config.only),
+                           start.full_instead, extra={"spider": spider})
+            self.stats.set_value("helppuff/targeted/full_instead", start.full_instead)
+        self._start = start
+
+    @property
+    def start(self) -> CrawlStart:
+        """What the knowledge base held of the site as the crawl began, and what the crawl is."""
+        if self._start is None:
+            raise RuntimeError("CrawlRun.start is read before the crawl started: it is published on spider_opened, "
+                               "after the run row (read it in start(), process_item or close_spider)")
+        return self._start
+
+    @property
+    def started(self) -> bool:
+        """Whether `start` is published (False when the run or the knowledge base refused the crawl)."""
+        return self._start is not None
 
     async def _beat(self) -> None:
         while True:
@@ -131,15 +181,6 @@ class CrawlRun:
                 await runs.heartbeat(self.kb, self.run_id, self.counts)
             except Exception:
                 logger.warning("Heartbeat for run %s failed", self.run_id, exc_info=True)
-
-    def crawl_in_full(self, why: str) -> None:
-        """Make a targeted crawl a full one (before its first request), saying why in the log and the stats."""
-        if not self.targeted:
-            return
-        logger.warning("Targeted crawl of %s (%d pages) done as a full crawl: %s", self.config.site,
-                       len(self.targeted), why)
-        self.stats.set_value("helppuff/targeted/full_instead", why)
-        self.targeted = ()
 
     def item_scraped(self, item: Any, spider: Any) -> None:
         if not isinstance(item, Page):
@@ -165,7 +206,7 @@ class CrawlRun:
             return "failed", f"crawl stopped: {reason}"
         if finishing:
             return "failed", f"finishing failed: {finishing}"
-        if self.targeted:
+        if self.start.targeted:
             if self.counts["pages_found"] == 0:
                 return "failed", "nothing was recorded of the pages named"
             if len(self._unreached) == self.counts["pages_found"]:

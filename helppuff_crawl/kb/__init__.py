@@ -6,6 +6,9 @@ client that reaches it, on Cloudflare or in the local cloud):
     runs.py           crawl runs: started, beaten, finished, and reaped when their process is gone
     pages.py          one row per page of a site, with its status and kept Markdown
     writer.py         chunks and their vectors, written so that a crash never leaves half a page
+    site_index.py     the index checked and the site claimed before a write; reconcile after a killed crawl
+    vector_mutations.py  Vectorize's writes a writer made and has not seen applied, and the wait for them
+    crawl_start.py    a crawl's start: the knowledge base made ready and read once, one frozen value
     learn.py          Markdown sections become passages: chunk, reuse, embed, write
     after_crawl.py    what a crawl does after its last page
     selfcheck.py      the site's own FAQ questions asked of the knowledge base after each crawl

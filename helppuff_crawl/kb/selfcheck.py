@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 MAX_QUESTIONS = 40  # asked per run
 CARRY_CHECKS = 3  # a question gone from the site is asked in this many checks after it went, then dropped
 TOP_K = 4  # the passages a visitor's answer is built from
-# The page of each chunk id; "+site" keeps SQLite's planner on the primary key (kb/writer.py REDO_PAGES_SQL).
+# The page of each chunk id; "+site" keeps SQLite's planner on the primary key (kb/writer.py LIVE_VECTORS_SQL).
 CHUNK_PAGES_SQL = "SELECT id, url FROM chunks WHERE +site = ? AND id IN ({marks})"
 
 _BOLD_QUESTION = re.compile(r"^(?:\*\*(?P<a>[^*]+?[?？])\*\*|__(?P<b>[^_]+?[?？])__)\s*$")

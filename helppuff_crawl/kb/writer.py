@@ -13,43 +13,32 @@ The `vectors` table in D1 is the manifest of what Vectorize holds. For one page:
 `write_pages` does the same for many pages at once (one intent batch, one upload, one D1 transaction,
 one delete), which is how a crawl writes: the calls per page are the production bottleneck (the API
 allows 1,200 requests per 5 minutes). A crawl reads what the site holds once, at its start
-(`KnownSite`), and keeps it current with its own writes, so that no page costs a read.
+(`KnownSite`, in kb/crawl_start.py's CrawlStart), and its writes keep it current, so that no page
+costs a read.
 
-`reconcile(site)` at the start of a crawl finishes what a killed crawl left: `deleting` ids are
-deleted; `writing` ids are deleted too (their chunk row may hold older text), and their pages are
-marked to be redone (content hash cleared); chunks with no live vector of the site's model have
-their pages redone as well. Chunks whose text is unchanged keep their vector: no embedding, no
-upsert.
-
-Vectorize applies writes asynchronously: an upsert or delete returns a mutation id, and the change
-is visible to queries and get_by_ids once the index's processedUpToMutation (GET .../info) has
-reached it; mutations apply in order. Nothing here reads a vector back to decide anything (which
-vectors can be reused, what is stale, what to mend: all of it is read from the manifest in D1), so
-a write not applied yet cannot be misread. The writer keeps the mutations it made and not yet seen
-applied (`last_mutation`, `pending_ids`): `wait_for_writes()` polls info until processedUpToMutation
-reaches the last one (or a later writer's mutation has passed it and the last write is visible),
-bounded by `wait` seconds (HELPPUFF_VECTORIZE_WAIT), and `consistency()` waits so, then reports a
-vector whose write has not been applied yet as pending, never as missing.
+What a write cut short leaves is mended at the next crawl's start by kb/site_index.py `reconcile`;
+that module also checks the index and claims the site's place in it before anything is written. Vectorize
+applies writes asynchronously: the writer keeps the mutations it made (kb/vector_mutations.py,
+`mutations`) and waits for them (`wait_for_writes()`); nothing here reads a vector back to decide
+anything (which vectors can be reused, what is stale: all of it is read from the manifest in D1), so
+a write not applied yet cannot be misread, and `consistency()` reports such a vector as pending,
+never as missing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from helppuff_crawl import settings as declared_settings
 from helppuff_crawl.clock import iso, utc_now
-from helppuff_crawl.cloudflare.client import D1_MAX_PARAMS, MAX_UPSERT_VECTORS, CloudflareError
+from helppuff_crawl.cloudflare.client import D1_MAX_PARAMS, MAX_UPSERT_VECTORS
 from helppuff_crawl.schema.contract import HEADING_SEPARATOR
 from helppuff_crawl.embed.models import default_model, embedding_model
 from helppuff_crawl.kb.database import KnowledgeBase, Statement
+from helppuff_crawl.kb.vector_mutations import VectorMutations
 from helppuff_crawl.text.chunking import Chunk, ChunkSizes
 from helppuff_crawl.text.hashing import text_hash
 
@@ -58,12 +47,7 @@ logger = logging.getLogger(__name__)
 _VECTOR_IDS = 100  # ids per Vectorize get_by_ids / delete_by_ids call
 _UPSERT_BYTES = 50_000_000  # half of Vectorize's 100 MB upload limit: room for the NDJSON framing
 _GET_IDS = 20  # ids per Vectorize get_by_ids call
-_FIRST_POLL, _LONGEST_POLL = 0.25, 2.0  # seconds between polls of the index's info: a quarter of the time waited
 _PROBE_VECTORS = 2  # vectors of the last upsert read back to see it applied
-
-
-class ModelMismatch(ValueError):
-    """The vector index holds another model's vectors: mixing models in one index is refused."""
 
 
 @dataclass(frozen=True)
@@ -183,13 +167,11 @@ def _parts(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
 # site's index (chunks_site_url, vectors_site_state): on "site = ?" it would read every row of the
 # site to find the few asked for, where the primary key finds each at once ("Disqualifying WHERE
 # clause terms using unary-+", the SQLite query optimizer overview). tests/test_query_plans.py.
-REDO_PAGES_SQL = ("UPDATE pages SET content_hash = '' WHERE site = ? AND url IN "
-                  "(SELECT url FROM chunks WHERE +site = ? AND id IN ({marks}))")
 LIVE_VECTORS_SQL = ("SELECT id, content_hash FROM vectors WHERE +site = ? AND state = 'live' AND model = ? "
                     "AND id IN ({marks})")
 
 
-def _in_lists(ids: Sequence[Any], fixed: int) -> Iterable[Sequence[Any]]:
+def in_lists(ids: Sequence[Any], fixed: int) -> Iterable[Sequence[Any]]:
     """`ids` in parts that fit a D1 statement's `IN (...)` beside `fixed` other bound parameters."""
     return _parts(ids, D1_MAX_PARAMS - fixed)
 
@@ -226,33 +208,6 @@ def _upsert_parts(vectors: Sequence[Any], dimensions: int) -> Iterable[Sequence[
     return _parts(vectors, max(1, min(MAX_UPSERT_VECTORS, _UPSERT_BYTES // per_vector)))
 
 
-def vectorize_wait(settings: Mapping[str, Any]) -> float:
-    """HELPPUFF_VECTORIZE_WAIT: seconds to wait for Vectorize to apply a writer's writes; ValueError
-    naming it when it is not a number >= 0."""
-    return _seconds("HELPPUFF_VECTORIZE_WAIT", settings.get("HELPPUFF_VECTORIZE_WAIT"))
-
-
-def _seconds(name: str, value: Any) -> float:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise ValueError(f"{name} must be seconds >= 0, got {value!r}")
-    return seconds
-
-
-@dataclass(frozen=True)
-class _Mutation:
-    """A Vectorize mutation this writer made: its id, the vector ids it writes or deletes, and what
-    to read back to see it applied (the last vectors upserted, or ids deleted)."""
-
-    id: str
-    ids: frozenset[str]
-    upserted: Mapping[str, Sequence[float]]
-    deleted: tuple[str, ...]
-
-
 class KnowledgeWriter:
     """Chunks and vectors of the sites in one D1 database and one Vectorize index.
 
@@ -267,177 +222,24 @@ class KnowledgeWriter:
         self.index = config.index
         self.model = config.model
         self.dimensions = config.dimensions
-        self.wait = _seconds("wait", declared_settings.HELPPUFF_VECTORIZE_WAIT if wait is None else wait)
+        self.mutations = VectorMutations(kb.client, config.index, wait)  # made, not yet seen applied
         self.vector_writes = 0
         self.vector_deletes = 0
-        self.last_mutation: str | None = None  # the last mutation id Vectorize gave this writer
-        self._pending: dict[str, _Mutation] = {}  # made and not seen applied, oldest first
-        self._unnamed = 0
 
-    # --- Vectorize's asynchronous writes ---------------------------------------------------
-
-    def _made(self, mutation: str | None, ids: Iterable[str] = (),
-              upserted: Mapping[str, Sequence[float]] | None = None, deleted: Sequence[str] = ()) -> None:
-        if not mutation:  # no id given back: only reading the write back can show it applied
-            self._unnamed += 1
-            mutation = f"(unnamed mutation {self._unnamed})"
-        self.last_mutation = mutation
-        self._pending[mutation] = _Mutation(mutation, frozenset(ids), dict(upserted or {}), tuple(deleted))
+    @property
+    def last_mutation(self) -> str | None:
+        """The last mutation id Vectorize gave this writer."""
+        return self.mutations.last
 
     @property
     def pending_ids(self) -> set[str]:
         """Ids of the vectors this writer wrote or deleted whose mutation is not seen applied yet."""
-        return {vid for mutation in self._pending.values() for vid in mutation.ids}
-
-    def _applied_up_to(self, mutation: str) -> None:
-        """Mutations apply in order: `mutation` and every one made before it are applied."""
-        while self._pending:
-            first = next(iter(self._pending))
-            del self._pending[first]
-            if first == mutation:
-                return
-
-    async def _visible(self, mutation: _Mutation) -> bool:
-        """Whether get_by_ids shows what `mutation` wrote (its last vectors, with their values) or
-        deleted."""
-        if mutation.upserted:
-            got = {v["id"]: v.get("values") or []
-                   for v in await self.client.vectorize_get_by_ids(self.index, list(mutation.upserted))}
-            return all(vid in got and _same_values(got[vid], values) for vid, values in mutation.upserted.items())
-        if mutation.deleted:
-            return not await self.client.vectorize_get_by_ids(self.index, list(mutation.deleted))
-        return False
+        return self.mutations.pending_ids
 
     async def wait_for_writes(self, timeout: float | None = None) -> bool:
-        """Wait until Vectorize has applied every write this writer made, at most `timeout` seconds
-        (None: `self.wait`); True when they are, False when some are still pending.
-
-        Polls the index's info until processedUpToMutation is this writer's last mutation. Other
-        writers on the same index can move it past ours between two polls: when it has moved to a
-        mutation not ours, the last write is read back, and seen applied, so is every earlier one.
-        """
-        if not self._pending:
-            return True
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline = started + (self.wait if timeout is None else timeout)
-        seen = None
-        while True:
-            processed = (await self.client.vectorize_index_info(self.index)).get("processedUpToMutation")
-            if processed in self._pending:
-                self._applied_up_to(processed)
-            elif processed and processed != seen:
-                last = next(reversed(self._pending.values()))
-                if await self._visible(last):
-                    self._applied_up_to(last.id)
-            seen = processed
-            if not self._pending:
-                return True
-            left = deadline - loop.time()
-            if left <= 0:
-                logger.warning("Vectorize index %s has not applied %d of this writer's vector writes after %.0f s "
-                               "(last mutation %s): they are pending", self.index, len(self.pending_ids),
-                               self.wait if timeout is None else timeout, self.last_mutation)
-                return False
-            await asyncio.sleep(min(left, _LONGEST_POLL, max(_FIRST_POLL, (loop.time() - started) / 4)))
-
-    # --- the index and the site's model --------------------------------------------------
-
-    async def ensure_index(self) -> None:
-        """Create the Vectorize index (and its category metadata index) when it is missing.
-
-        Two crawls may start at once on a new knowledge base (two workers): both find no index, and
-        the second one's create is refused as a duplicate (HTTP 409). That index, or metadata index,
-        was made by the other crawl a moment before: it is read and checked as any existing one."""
-        info = await self.client.vectorize_get_index(self.index)
-        if info is None:
-            try:
-                await self.client.vectorize_create_index(self.index, self.dimensions, "cosine",
-                                                         "HelpPuff knowledge base chunks")
-                logger.info("Created Vectorize index %s (%d dimensions)", self.index, self.dimensions)
-            except CloudflareError as exc:
-                if exc.status != 409:
-                    raise
-            info = await self.client.vectorize_get_index(self.index) or {}
-        dims = int((info.get("config") or {}).get("dimensions") or 0)
-        if dims and dims != self.dimensions:
-            raise ModelMismatch(
-                f"Vectorize index {self.index} holds {dims}-dimension vectors, but {self.model} makes "
-                f"{self.dimensions}: mixing models in one index is refused (use another index with "
-                f"HELPPUFF_VECTORIZE_INDEX)"
-            )
-        indexed = {m.get("propertyName") for m in await self.client.vectorize_list_metadata_indexes(self.index)}
-        if "category" not in indexed:
-            try:
-                self._made(await self.client.vectorize_create_metadata_index(self.index, "category", "string"))
-            except CloudflareError as exc:
-                if exc.status != 409:  # 409: another crawl made it meanwhile
-                    raise
-
-    async def claim_site(self, site: str) -> bool:
-        """Record the site's model and chunk sizes; True when either changed (every page of the site is
-        then learned again).
-
-        Refused when another site in the same index uses another model.
-        """
-        others = await self.kb.query(
-            "SELECT site, model FROM site_index WHERE vector_index = ? AND site != ? AND model != ?",
-            [self.index, site, self.model],
-        )
-        if others:
-            raise ModelMismatch(
-                f"Vectorize index {self.index} holds {others[0]['model']} vectors (site {others[0]['site']}); "
-                f"{self.model} cannot be mixed into it (use another index with HELPPUFF_VECTORIZE_INDEX)"
-            )
-        sizes = self.config.sizes
-        before = await self.kb.first(
-            "SELECT model, chunk_min_tokens, chunk_max_tokens FROM site_index WHERE site = ?", [site])
-        await self.kb.query(
-            "INSERT INTO site_index (site, model, dimensions, vector_index, namespace, updated_at, chunk_min_tokens, "
-            "chunk_max_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO UPDATE SET model = excluded.model, "
-            "dimensions = excluded.dimensions, vector_index = excluded.vector_index, "
-            "namespace = excluded.namespace, updated_at = excluded.updated_at, "
-            "chunk_min_tokens = excluded.chunk_min_tokens, chunk_max_tokens = excluded.chunk_max_tokens",
-            [site, self.model, self.dimensions, self.index, site, iso(utc_now()), sizes.min_tokens, sizes.max_tokens],
-        )
-        if before is None:
-            return False
-        if before["model"] != self.model:
-            logger.warning("Site %s changes embedding model from %s to %s: every page is learned again",
-                           site, before["model"], self.model)
-            return True
-        if (before["chunk_min_tokens"], before["chunk_max_tokens"]) != (sizes.min_tokens, sizes.max_tokens):
-            logger.warning("Site %s changes chunk sizes from %s-%s to %s-%s tokens: every page is learned again",
-                           site, before["chunk_min_tokens"], before["chunk_max_tokens"], sizes.min_tokens,
-                           sizes.max_tokens)
-            return True
-        return False
-
-    # --- recovery -----------------------------------------------------------------------
-
-    async def reconcile(self, site: str) -> dict[str, int]:
-        """Finish what a killed crawl left; returns counts of what was mended."""
-        report = {"deleted_vectors": 0, "pages_redone": 0}
-        rows = await self.kb.query("SELECT id, state FROM vectors WHERE site = ? AND state != 'live'", [site])
-        ids = [row["id"] for row in rows]
-        if ids:
-            # Pages whose write was cut short: redo them (their chunk rows may be old or new).
-            for part in _in_lists(ids, 2):
-                await self.kb.query(REDO_PAGES_SQL.format(marks=", ".join("?" for _ in part)), [site, site, *part])
-            await self._delete_vectors(ids)
-            report["deleted_vectors"] = len(ids)
-        # Chunks without a live vector of the current model: their pages are redone.
-        missing = await self.kb.query(
-            "SELECT DISTINCT c.url FROM chunks c LEFT JOIN vectors v ON v.id = c.id AND v.state = 'live' "
-            "AND v.model = ? WHERE c.site = ? AND v.id IS NULL",
-            [self.model, site],
-        )
-        for row in missing:
-            await self.kb.query("UPDATE pages SET content_hash = '' WHERE site = ? AND url = ?", [site, row["url"]])
-        report["pages_redone"] = len(missing)
-        if any(report.values()):
-            logger.warning("Knowledge base of %s mended after an interrupted crawl: %s", site, report)
-        return report
+        """Wait (at most `timeout` seconds; None: `wait`) until Vectorize has applied every write this
+        writer made; True when it has, False when some are still pending."""
+        return await self.mutations.wait(timeout)
 
     # --- per page -----------------------------------------------------------------------
 
@@ -461,7 +263,7 @@ class KnowledgeWriter:
         """Ids of chunks whose live vector was embedded from the same text with the current model."""
         found: set[str] = set()
         wanted = {c.id: c.content_hash for c in chunks}
-        for part in _in_lists(list(wanted), 2):
+        for part in in_lists(list(wanted), 2):
             rows = await self.kb.query(LIVE_VECTORS_SQL.format(marks=", ".join("?" for _ in part)),
                                        [site, self.model, *part])
             found.update(row["id"] for row in rows if wanted.get(row["id"]) == row["content_hash"])
@@ -492,7 +294,7 @@ class KnowledgeWriter:
             for w in chunked:
                 old[w.url] = list(known.chunks.get(w.url, {}))
         else:
-            for part in _in_lists([w.url for w in chunked], 1):
+            for part in in_lists([w.url for w in chunked], 1):
                 marks = ", ".join("?" for _ in part)
                 for row in await self.kb.query(f"SELECT id, url FROM chunks WHERE site = ? AND url IN ({marks})",
                                                [site, *part]):
@@ -513,7 +315,7 @@ class KnowledgeWriter:
                     {"id": c.id, "values": list(vectors[c.id]), "namespace": site, "metadata": c.metadata()}
                     for c in part
                 ])
-                self._made(mutation, (c.id for c in part),
+                self.mutations.made(mutation, (c.id for c in part),
                            upserted={c.id: vectors[c.id] for c in part[-_PROBE_VECTORS:]})
                 self.vector_writes += len(part)
 
@@ -536,7 +338,7 @@ class KnowledgeWriter:
                 "UPDATE vectors SET state = 'live', model = ?, content_hash = ?, updated_at = ? WHERE id = ?",
                 [self.model, c.content_hash, now, c.id],
             ))
-        for part in _in_lists(removed, 1):
+        for part in in_lists(removed, 1):
             marks = ", ".join("?" for _ in part)
             statements.append((f"UPDATE vectors SET state = 'deleting', updated_at = ? WHERE id IN ({marks})",
                                [now, *part]))
@@ -547,7 +349,7 @@ class KnowledgeWriter:
                 known.wrote(w, removed)
 
         if removed:
-            await self._delete_vectors(removed)
+            await self.delete_vectors(removed)
 
     async def remove_page(self, site: str, url: str, page_row: Statement | None = None) -> int:
         """Take a page's chunks and vectors out of the knowledge base; returns how many chunks went."""
@@ -557,10 +359,11 @@ class KnowledgeWriter:
         await self.write_page(site, url, [], {}, page_row)
         return len(old)
 
-    async def _delete_vectors(self, ids: Sequence[str]) -> None:
+    async def delete_vectors(self, ids: Sequence[str]) -> None:
+        """Delete vectors from Vectorize, then from the manifest (kb/site_index.py reconcile mends with it too)."""
         for part in _parts(list(ids), min(_VECTOR_IDS, D1_MAX_PARAMS)):
             mutation = await self.client.vectorize_delete_by_ids(self.index, list(part))
-            self._made(mutation, part, deleted=part[-_GET_IDS:])
+            self.mutations.made(mutation, part, deleted=part[-_GET_IDS:])
             marks = ", ".join("?" for _ in part)
             await self.kb.query(f"DELETE FROM vectors WHERE id IN ({marks})", list(part))
             self.vector_deletes += len(part)
@@ -570,7 +373,7 @@ class KnowledgeWriter:
     async def consistency(self, site: str, wait: float | None = None) -> dict[str, Any]:
         """D1 chunk ids, the manifest and Vectorize agree for the site's namespace.
 
-        Waits first (at most `wait` seconds; None: `self.wait`) for the writes this writer made; a
+        Waits first (at most `wait` seconds; None: the writer's `wait`) for the writes this writer made; a
         vector that still differs because this writer's write or delete of it is not applied yet is
         pending, never missing. (Another process's writes not applied yet cannot be told from lost
         ones; a crawl and the knowledge commands wait for theirs before they end.) `consistent` is
@@ -598,9 +401,3 @@ class KnowledgeWriter:
             "pending": len(pending), "pending_vectors": pending[:20],
             "consistent": not missing and not orphans and not not_live and not wrong_namespace and not pending,
         }
-
-
-def _same_values(stored: Sequence[float], sent: Sequence[float]) -> bool:
-    """Vectorize keeps float32: the values read back equal those sent, to float32 precision."""
-    got, want = np.asarray(stored, dtype=np.float32), np.asarray(sent, dtype=np.float32)
-    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-6, atol=1e-7))

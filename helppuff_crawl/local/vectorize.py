@@ -2,7 +2,8 @@
 
 One SQLite file per index, beside the D1 files: `<data_dir>/vectorize/<index>.sqlite3`, holding the
 index config, its metadata indexes, the vectors (float32 blobs, namespace, metadata JSON) and the
-mutations not applied yet. A query is an exact scan with numpy over the vectors of the namespace (all
+mutations not applied yet; it is made whole under a name of its own, then linked into place, so that
+it is there with its config or not at all. A query is an exact scan with numpy over the vectors of the namespace (all
 of them when no namespace is given), after the metadata filter; scores follow the index metric:
 
     cosine        cosine similarity, best first (highest)
@@ -38,6 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import sqlite3
 import threading
@@ -203,10 +205,15 @@ class LocalVectorIndex:
             raise VectorizeError(400, 3002, f"config.dimensions must be an integer 1-{MAX_DIMENSIONS}, got {dimensions!r}")
         if metric not in METRICS:
             raise VectorizeError(400, 3002, f"config.metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        duplicate = VectorizeError(409, 3002, f'vectorize.index.duplicate_name - Index name "{name}" already exists')
         if path.exists():
-            raise VectorizeError(409, 3002, f'vectorize.index.duplicate_name - Index name "{name}" already exists')
+            raise duplicate
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, isolation_level=None)
+        # Made whole under a name of its own, then linked into place, as Cloudflare makes an index at
+        # once: a process killed midway (a crawl's start can be) leaves no index without its
+        # configuration, and of two made at once the second is refused as a duplicate.
+        building = path.with_name(f".{path.name}.{uuid.uuid4().hex}.creating")
+        conn = sqlite3.connect(building, isolation_level=None)
         try:
             conn.executescript(_SCHEMA)
             now = _stamp(clock())
@@ -218,6 +225,12 @@ class LocalVectorIndex:
             )
         finally:
             conn.close()
+        try:
+            os.link(building, path)
+        except FileExistsError:
+            raise duplicate from None
+        finally:
+            building.unlink()
         logger.info("Created local Vectorize index %s (%d dimensions, %s)", name, dimensions, metric)
         return cls(path, delay=delay, clock=clock)
 

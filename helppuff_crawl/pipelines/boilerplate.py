@@ -9,14 +9,16 @@ pipeline. Furniture that carries contact details or hours is kept once, with the
 (`Page.site_blocks` on the first sample page). Pages that were not fetched never wait.
 
 A full crawl stores the furniture it learned (kb/furniture.py, D1 `site_furniture`), because a
-targeted crawl (CrawlRun.targeted: a few pages named) is no sample: it drops the stored furniture
-from its pages. With none stored (an older data folder), the spider makes the pages named its sample,
-with the home page when it is not named; that home page is fetched for the sample only and dropped
-here (DropItem) once the furniture is learned, whatever its fate, so its row is left as it is. What a
-targeted crawl learns so is not stored: a few named pages are a weaker sample than a full crawl's.
+targeted crawl (CrawlRun.start.targeted: a few pages named) is no sample: it drops the stored
+furniture from its pages (CrawlRun.start.furniture, read at the crawl's start, kb/crawl_start.py).
+With none stored (an older data folder), the spider makes the pages named its sample, with the home
+page when it is not named; that home page is fetched for the sample only and dropped here (DropItem)
+once the furniture is learned, whatever its fate, so its row is left as it is. What a targeted crawl
+learns so is not stored: a few named pages are a weaker sample than a full crawl's.
 
 Enable: ITEM_PIPELINES {"helppuff_crawl.pipelines.boilerplate.BoilerplatePipeline": 150}, with the
-CrawlRun extension for storing and reading the furniture (without it nothing is stored).
+CrawlRun extension for storing and reading the furniture, read from its start at the first page
+(without it nothing is stored, and every crawl learns from its sample).
 Settings: HELPPUFF_BOILERPLATE_ENABLED (True), HELPPUFF_BOILERPLATE_THRESHOLD (0.5).
 Stats: helppuff/boilerplate/{sample_pages,furniture_blocks,contact_blocks,stored,save_error},
 helppuff/targeted/furniture ("stored" or "learned": where a targeted crawl's furniture came from).
@@ -34,7 +36,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from helppuff_crawl.cloudflare.client import CloudflareError
 from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
-from helppuff_crawl.kb.furniture import load_furniture, save_furniture
+from helppuff_crawl.kb.furniture import save_furniture
 from helppuff_crawl.text.boilerplate import Furniture, learn_furniture
 
 if TYPE_CHECKING:
@@ -63,7 +65,7 @@ class BoilerplatePipeline:
         self.config = BoilerplateConfig.from_settings(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats
-        self.run = run  # the knowledge base the furniture is stored in, and whether the crawl is targeted
+        self.run = run  # the knowledge base the furniture is stored in; its start: targeted or not, furniture stored
         self.home = crawler.settings.get("HELPPUFF_START_URL") or ""
         self.furniture: Furniture | None = None
         self._sample: list[Page] = []
@@ -73,26 +75,12 @@ class BoilerplatePipeline:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler, crawler.get_extension(CrawlRun))
 
-    async def open_spider(self) -> None:
-        """A targeted crawl reads the furniture stored (before the spider's first request: it decides
-        whether the crawl needs a sample of its own)."""
-        if self.run is None or not self.run.targeted:
-            return
-        stored = await load_furniture(self.run.kb, self.run.config.site)
-        if stored is not None:
-            self.run.furniture, row = stored
-            logger.info("Targeted crawl: %d furniture blocks stored by run %s (%d sample pages)",
-                        len(self.run.furniture.drop), row["run_id"], row["sample_pages"],
-                        extra={"spider": self.crawler.spider})
-
-    def _targeted(self) -> bool:
-        return self.run is not None and bool(self.run.targeted)
-
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):
             return item
-        if self.furniture is None and self._targeted() and self.run is not None and self.run.furniture is not None:
-            self.furniture = self.run.furniture
+        start = self.run.start if self.run is not None else None
+        if self.furniture is None and start is not None and start.targeted and start.furniture is not None:
+            self.furniture = start.furniture
             self.stats.set_value("helppuff/targeted/furniture", "stored")
             self.stats.set_value("helppuff/boilerplate/furniture_blocks", len(self.furniture.drop))
             self._learned.set()
@@ -104,7 +92,7 @@ class BoilerplatePipeline:
                 # The pages that waited go first, in the order they came (the home page first): the
                 # hash pipeline keeps the first of pages with the same content.
                 await asyncio.sleep(0)
-        if self._targeted() and item.url == self.home and self.run is not None and self.home not in self.run.targeted:
+        if start is not None and start.targeted and item.url == self.home and self.home not in start.targeted:
             # The home page of a targeted crawl that did not name it: fetched for the sample only.
             raise DropItem(f"{item.url}: fetched as a boilerplate sample page only", log_level="DEBUG")
         if item.status != "fetched":
@@ -141,7 +129,7 @@ class BoilerplatePipeline:
         if self.run is None:
             return
         pages = int(self.stats.get_value("helppuff/boilerplate/sample_pages", 0))
-        if self.run.targeted:
+        if self.run.start.targeted:
             self.stats.set_value("helppuff/targeted/furniture", "learned")
             return
         try:

@@ -1,7 +1,8 @@
 """Embed each learned page's passages, in batches filled across pages, reusing unchanged ones.
 
 For a fetched page with chunks (ChunkPipeline), the rows of its passages are made and checked against
-the knowledge base: a row whose live vector was embedded from the same text by the site's model keeps
+what the site held when the crawl started, kept current by its writes (CrawlRun.start.known, read at
+the first page): a row whose live vector was embedded from the same text by the site's model keeps
 it (kb/learn.prepare). The others' texts go to the batcher (embed/batcher.py: at most
 HELPPUFF_EMBED_BATCH_SIZE texts per call, HELPPUFF_EMBED_CONCURRENCY calls in flight, a partial batch
 sent once no text came for HELPPUFF_EMBED_LINGER seconds; in the local cloud, sent at once while no
@@ -10,14 +11,14 @@ waits for its vectors. The page leaves with `Page.lesson` (kb/learn.Lesson: rows
 for the store pipeline; a failed call leaves the reason in `lesson.error`, so the store records the
 page failed and the others carry on. Pages that were not fetched, or have no chunks, pass through untouched.
 
-The embedder is injected (`EmbedPipeline(crawler, kb, embedder)`; from_crawler builds the Workers AI
-one for HELPPUFF_EMBED_MODEL, on Cloudflare or in the local cloud). `embed(texts)` lends it to the
-store's work after the last page, counted in the same stats.
+The embedder is injected (`EmbedPipeline(crawler, run, embedder)`; from_crawler builds the Workers AI
+one for the model of the crawl's one writer, CrawlRun.writer, on Cloudflare or in the local cloud).
+`embed(texts)` lends it to the store's work after the last page, counted in the same stats.
 
 Enable: ITEM_PIPELINES {"helppuff_crawl.pipelines.embed.EmbedPipeline": 700}, with the CrawlRun
-extension (the knowledge base). Settings: HELPPUFF_EMBED_ENABLED, HELPPUFF_EMBED_MODEL,
-HELPPUFF_EMBED_BATCH_SIZE, HELPPUFF_EMBED_CONCURRENCY, HELPPUFF_EMBED_LINGER, HELPPUFF_VECTORIZE_INDEX,
-HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS.
+extension (the knowledge base, the crawl's writer and its start). Settings: HELPPUFF_EMBED_ENABLED,
+HELPPUFF_EMBED_BATCH_SIZE, HELPPUFF_EMBED_CONCURRENCY, HELPPUFF_EMBED_LINGER (the model is the writer's:
+HELPPUFF_EMBED_MODEL, extensions/run.py).
 Stats: helppuff/embed/{model,texts,reused,batches,calls,tokens,failed_pages}.
 """
 
@@ -34,13 +35,13 @@ from helppuff_crawl.embed.batcher import EmbeddingBatcher
 from helppuff_crawl.embed.models import EMBEDDING_MODELS, Embedder, WorkersAIEmbedder
 from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
-from helppuff_crawl.kb.database import BackendConfig, KnowledgeBase
 from helppuff_crawl.kb.learn import Lesson, prepare, rows_of
-from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+
+    from helppuff_crawl.kb.writer import IndexConfig
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +55,8 @@ class EmbedConfig:
     send_when_idle: bool  # the local cloud: the model is this machine's, its cost per text (embed/batcher.py)
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> EmbedConfig:
-        remote = BackendConfig.from_settings(settings).remote
-        index = IndexConfig.from_settings(settings, remote)
+    def from_settings(cls, settings: BaseSettings, index: IndexConfig, remote: bool) -> EmbedConfig:
+        """`index`: the crawl writer's (its model's batch limit); `remote`: on Cloudflare."""
         batch = settings.getint("HELPPUFF_EMBED_BATCH_SIZE")
         most = EMBEDDING_MODELS[index.model].max_batch
         batch = batch or most  # 0: the model's own batch
@@ -72,13 +72,13 @@ class EmbedConfig:
 
 
 class EmbedPipeline:
-    def __init__(self, crawler: Crawler, kb: KnowledgeBase, embedder: Embedder) -> None:
+    def __init__(self, crawler: Crawler, run: CrawlRun, embedder: Embedder) -> None:
         if not crawler.settings.getbool("HELPPUFF_EMBED_ENABLED"):
             raise NotConfigured("HELPPUFF_EMBED_ENABLED is off")
-        self.config = EmbedConfig.from_settings(crawler.settings)
+        self.config = EmbedConfig.from_settings(crawler.settings, run.writer.config, run.backend.remote)
         self.crawler = crawler
         self.stats = crawler.stats
-        self.writer = KnowledgeWriter(kb, self.config.index)  # reads only: which vectors can be reused
+        self.run = run  # the crawl's writer and its start: which vectors can be reused
         self.embedder = embedder
         self.batcher: EmbeddingBatcher | None = None
 
@@ -87,10 +87,10 @@ class EmbedPipeline:
         run = crawler.get_extension(CrawlRun)
         if run is None:
             raise NotConfigured("the CrawlRun extension is off: there is no knowledge base to learn into")
-        config = EmbedConfig.from_settings(crawler.settings)
+        config = EmbedConfig.from_settings(crawler.settings, run.writer.config, run.backend.remote)
         embedder = WorkersAIEmbedder(run.kb.client, config.index.model, config.index.dimensions,
                                      max_batch=config.batch_size)
-        return cls(crawler, run.kb, embedder)
+        return cls(crawler, run, embedder)
 
     def open_spider(self) -> None:
         self.stats.set_value("helppuff/embed/model", self.embedder.model)
@@ -113,8 +113,7 @@ class EmbedPipeline:
         assert self.batcher is not None
         rows = rows_of(item.chunks, item.url, item.title, item.category)
         try:
-            run = self.crawler.get_extension(CrawlRun)
-            lesson = await prepare(self.writer, item.site, item.url, rows, run.known if run is not None else None)
+            lesson = await prepare(self.run.writer, item.site, item.url, rows, self.run.start.known)
         except Exception as exc:
             logger.error("Page %s: the reuse check failed", item.url, exc_info=True,
                          extra={"spider": self.crawler.spider})

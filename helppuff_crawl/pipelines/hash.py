@@ -44,9 +44,10 @@ it (its last good crawl's title and Markdown). The Markdown of the run's pages i
 comparisons, until the crawl ends (at most max_pages pages).
 
 Enable: ITEM_PIPELINES {"helppuff_crawl.pipelines.hash.HashPipeline": 500}, after the extract pipeline
-(title and Markdown) and before the chunk pipeline. Reads what the last crawl learned, whether the
-crawl is targeted, and the knowledge base, from the CrawlRun extension (CrawlRun.known, loaded by the
-store pipeline); without it, the first page seen is kept, and a canonical page is only waited for.
+(title and Markdown) and before the chunk pipeline. Reads what the last crawl learned and whether the
+crawl is targeted from the crawl's start (CrawlRun.start.known and .targeted, kb/crawl_start.py, at its
+first page), and the knowledge base from the CrawlRun extension; without it, the first page seen is
+kept, and a canonical page is only waited for.
 Stats: helppuff/hash/{pages,duplicates}, helppuff/canonical/{honoured,waited},
 helppuff/canonical/ignored/{content_differs,not_learned}.
 """
@@ -97,9 +98,9 @@ class _Outcome:
 class HashPipeline:
     def __init__(self, crawler: Crawler, known: Callable[[], KnownSite | None] = lambda: None,
                  stored: StoredPage | None = None, targeted: Callable[[], tuple[str, ...]] = lambda: ()) -> None:
-        """`known` gives, once the crawl has begun, what the site held at its start (CrawlRun.known);
+        """`known` gives, once the crawl has begun, what the site held at its start (CrawlRun.start.known);
         `stored` reads one page's row with its Markdown from the knowledge base, and `targeted` gives the
-        pages a targeted crawl fetches (CrawlRun.targeted, () for a full crawl)."""
+        pages a targeted crawl fetches (CrawlRun.start.targeted, () for a full crawl)."""
         self.crawler = crawler
         self._known = known
         self._stored = stored
@@ -119,7 +120,8 @@ class HashPipeline:
         run = crawler.get_extension(CrawlRun)
         if run is None:
             return cls(crawler)
-        return cls(crawler, lambda: run.known, lambda url: get_page(run.kb, run.config.site, url), lambda: run.targeted)
+        return cls(crawler, lambda: run.start.known, lambda url: get_page(run.kb, run.config.site, url),
+                   lambda: run.start.targeted)
 
     def process_item(self, item: Page) -> Page | Coroutine[Any, Any, Page]:
         """The page with its content hash, recorded as a duplicate when it is one; a coroutine instead

@@ -1,10 +1,9 @@
 """Record every page of the crawl in the knowledge base, and write each learned page's passages.
 
-On open: the vector index and the site's embedding model and chunk sizes are checked (mixing models
-in one index is refused: the crawl then closes at once with the reason); a change of either makes
-every page of the site be learned again; what a killed crawl left half-written is mended
-(writer.reconcile); then what the site holds is read once (writer.KnownSite: page rows, chunk ids,
-live vectors), so that no page costs a read, and the embed pipeline checks reuse against it too.
+What the site held when the crawl began is the crawl start's (CrawlRun.start, kb/crawl_start.py: the
+index checked, the site claimed, a killed crawl's half-writes mended, then the site read once: page
+rows, chunk ids, live vectors), read at the first page, so that no page costs a read; the writes go
+through the crawl's one writer (CrawlRun.writer), which keeps that read current.
 
 Pages are written together (kb/write_queue.py: HELPPUFF_STORE_BATCH_PAGES pages per send, or what is
 queued after HELPPUFF_STORE_LINGER quiet seconds): a send is one D1 transaction for every page's
@@ -31,15 +30,16 @@ Per page, after the embed pipeline:
 The page leaves with the status it was recorded with, so `item_scraped` (the run's counts, `helppuff
 crawl`'s progress line) sees what was written.
 
-A targeted crawl (CrawlRun.targeted: the pages named) records those pages only, and every other page
-of the site is left as it is (its row, chunks and vectors). When the site's model or chunk sizes
-changed, every page must be learned again: the crawl is made a full one at open (CrawlRun.crawl_in_full,
-before the spider's first request). Facts are taken only from the pages named whose facts win in a
+A targeted crawl (CrawlRun.start.targeted: the pages named) records those pages only, and every other
+page of the site is left as it is (its row, chunks and vectors). When the site's model or chunk sizes
+changed, every page must be learned again: the crawl start made the crawl a full one (before the
+spider's first request). Facts are taken only from the pages named whose facts win in a
 full crawl (home, contact, about): a targeted crawl cannot merge another page's facts with those of
 the pages it does not fetch as a full crawl does, so it leaves them to the next full crawl
 (helppuff/targeted/facts_left).
 
-After the last page (close_spider): kb/after_crawl.py (pages learned again from kept Markdown, the
+After the last page (close_spider), when the crawl started (a crawl the run or the knowledge base
+refused has nothing to finish): kb/after_crawl.py (pages learned again from kept Markdown, the
 facts and the facts passage, own answers, files, pages leaving), with the embed pipeline's embedder.
 A failure there is the stat helppuff/store/finish_error, and the run fails with it (CrawlRun). Then
 the crawl waits (at most HELPPUFF_VECTORIZE_WAIT seconds) for Vectorize to apply the vector writes
@@ -48,12 +48,12 @@ meaning too; writes still not applied then are counted (helppuff/vectors/pending
 apply later (the run is not failed for them).
 
 Enable: ITEM_PIPELINES {"helppuff_crawl.pipelines.store.StorePipeline": 900}, with the CrawlRun
-extension (the site, its start URL, the run id). Settings: HELPPUFF_STORE_ENABLED, HELPPUFF_RETRY_DELAYS,
-HELPPUFF_VECTORIZE_INDEX, HELPPUFF_EMBED_MODEL, HELPPUFF_CHUNK_MIN_TOKENS, HELPPUFF_CHUNK_MAX_TOKENS,
-HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER, HELPPUFF_VECTORIZE_WAIT.
+extension (the site, its start URL, the run id, the writer and the crawl start). Settings:
+HELPPUFF_STORE_ENABLED, HELPPUFF_RETRY_DELAYS, HELPPUFF_STORE_BATCH_PAGES, HELPPUFF_STORE_LINGER (the
+index, the model, the chunk sizes and HELPPUFF_VECTORIZE_WAIT are the writer's: extensions/run.py).
 Stats: helppuff/store/{pages,unchanged,not_learned,removed_pages,reembedded_from_markdown,
 facts_passage_chunks,own_answer_chunks,file_chunks,page_facts_kept,page_facts_dropped,self_check,finish_error,sends}, helppuff/store/status/<status>,
-helppuff/store/mended/<what>, helppuff/vectors/{written,deleted,pending}, helppuff/targeted/facts_left.
+helppuff/vectors/{written,deleted,pending}, helppuff/targeted/facts_left (helppuff/store/mended/<what>: the run's).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-from scrapy.exceptions import CloseSpider, NotConfigured
+from scrapy.exceptions import NotConfigured
 
 from helppuff_crawl.clock import utc_now
 from helppuff_crawl.cloudflare.client import CloudflareError
@@ -73,19 +73,11 @@ from helppuff_crawl.extensions.run import CrawlRun
 from helppuff_crawl.items import Page
 from helppuff_crawl.kb import pages
 from helppuff_crawl.kb.after_crawl import after_crawl
-from helppuff_crawl.kb.database import BackendConfig
 from helppuff_crawl.kb.crawl_facts import FACTS_FIRST, CrawlFacts
 from helppuff_crawl.kb.learn import Lesson
 from helppuff_crawl.kb.facts_detect import CrawlPageTexts
 from helppuff_crawl.kb.write_queue import PageWriteQueue
-from helppuff_crawl.kb.writer import (
-    IndexConfig,
-    KnowledgeWriter,
-    KnownSite,
-    ModelMismatch,
-    PageWrite,
-    vectorize_wait,
-)
+from helppuff_crawl.kb.writer import PageWrite
 from helppuff_crawl.pipelines.embed import EmbedPipeline
 
 if TYPE_CHECKING:
@@ -100,10 +92,8 @@ _LEAVE = ("unticked", "gone")  # pages whose passages leave the knowledge base a
 @dataclass(frozen=True)
 class StoreConfig:
     retry_delays: tuple[int, ...]
-    index: IndexConfig
     batch_pages: int
     linger: float
-    vectorize_wait: float  # seconds to wait at the end for Vectorize to apply the crawl's writes
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> StoreConfig:
@@ -113,14 +103,13 @@ class StoreConfig:
             raise ValueError(f"HELPPUFF_RETRY_DELAYS must be whole seconds: {exc}") from exc
         if any(d <= 0 for d in delays):
             raise ValueError(f"HELPPUFF_RETRY_DELAYS must be positive seconds, got {list(delays)}")
-        index = IndexConfig.from_settings(settings, BackendConfig.from_settings(settings).remote)
         batch_pages = settings.getint("HELPPUFF_STORE_BATCH_PAGES")
         if batch_pages < 1:
             raise ValueError(f"HELPPUFF_STORE_BATCH_PAGES must be >= 1, got {batch_pages}")
         linger = settings.getfloat("HELPPUFF_STORE_LINGER")
         if linger <= 0:
             raise ValueError(f"HELPPUFF_STORE_LINGER must be > 0 seconds, got {linger}")
-        return cls(delays, index, batch_pages, linger, vectorize_wait(settings))
+        return cls(delays, batch_pages, linger)
 
 
 class StorePipeline:
@@ -132,18 +121,16 @@ class StorePipeline:
         self.config = StoreConfig.from_settings(crawler.settings)
         self.crawler = crawler
         self.stats = crawler.stats
-        self.run = run  # the site and its start URL are the run's
+        self.run = run  # the site, its start URL, the run id and the crawl's start are the run's
         self.kb = run.kb
-        self.writer = KnowledgeWriter(self.kb, self.config.index, wait=self.config.vectorize_wait)
+        self.writer = run.writer  # the crawl's one writer
         self._embedding = embedding
         self.embedding: EmbedPipeline | None = None
         self.facts = CrawlFacts()
         self.page_texts = CrawlPageTexts.from_settings(crawler.settings)  # footers, for facts from the pages
-        self.known: KnownSite | None = None
-        self.queue: PageWriteQueue | None = None
+        self.queue: PageWriteQueue | None = None  # made at the first write, from the crawl's start
         self._waiting = 0  # items waiting here for their write
         self._leaving: list[str] = []
-        self._relearn = False  # the site's model or chunk sizes changed: every page is learned again
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -152,42 +139,21 @@ class StorePipeline:
             raise NotConfigured("the CrawlRun extension is off: pages have no run to be recorded in")
         return cls(crawler, run, lambda: crawler.get_item_pipeline(EmbedPipeline))
 
-    async def open_spider(self) -> None:
+    def open_spider(self) -> None:
         self.embedding = self._embedding()
-        site = self.run.config.site
-        try:
-            await self.writer.ensure_index()
-            if await self.writer.claim_site(site):
-                self._relearn = True
-                self.run.crawl_in_full("the site's embedding model or chunk sizes changed: every page is learned again")
-                await pages.redo_all_pages(self.kb, site)
-            mended = await self.writer.reconcile(site)
-            self.known = self.run.known = await KnownSite.load(self.kb, site, self.writer.model)
-        except (ModelMismatch, CloudflareError) as exc:
-            logger.error("The knowledge base of %s cannot take this crawl: %s", site, exc,
-                         extra={"spider": self.crawler.spider})
-            raise CloseSpider(f"knowledge base refused: {exc}".splitlines()[0][:300]) from exc
-        for key, value in mended.items():
-            if value:
-                self.stats.set_value(f"helppuff/store/mended/{key}", value)
-        self.queue = PageWriteQueue(self.writer, site, self.known, self.config.batch_pages, self.config.linger,
-                                    on_send=lambda pages: self.stats.inc_value("helppuff/store/sends"))
 
     # --- per page -----------------------------------------------------------------------
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, Page):
             return item
-        if self.known is not None:
-            previous = self.known.pages.get(item.url)
-        else:
-            previous = await pages.get_page(self.kb, item.site, item.url)
+        previous = self.run.start.known.pages.get(item.url)
         if item.status != "fetched":
             await self._save_row(self._row(item, previous, item.status))
             if (item.status in _LEAVE or item.duplicate_of) and previous and previous.get("content_hash"):
                 self._leaving.append(item.url)
             return self._recorded(item, item.status)
-        if not self.run.targeted or item.category in FACTS_FIRST:
+        if not self.run.start.targeted or item.category in FACTS_FIRST:
             self.facts.add(item.category, item.url, item.facts, item.site_blocks)
             self.page_texts.add(item.category, item.url, item.html)
         elif item.facts:
@@ -226,9 +192,10 @@ class StorePipeline:
         return self._recorded(item, "ok")
 
     async def _write(self, write: PageWrite) -> None:
-        if self.queue is None:  # not opened (a test driving process_item alone): one page, at once
-            await self.writer.write_pages(self.run.config.site, [write])
-            return
+        if self.queue is None:
+            self.queue = PageWriteQueue(self.writer, self.run.config.site, self.run.start.known,
+                                        self.config.batch_pages, self.config.linger,
+                                        on_send=lambda pages: self.stats.inc_value("helppuff/store/sends"))
         self._waiting += 1
         # Once the write is queued (the queue's turn comes first): is it the last one to come?
         asyncio.get_running_loop().call_soon(self._send_if_drained)
@@ -257,13 +224,16 @@ class StorePipeline:
     # --- after the last page ------------------------------------------------------------
 
     async def close_spider(self) -> None:
+        if not self.run.started:  # refused before its first request: nothing was crawled, nothing to finish
+            return
+        start = self.run.start
         embed = self.embedding.embed if self.embedding is not None else None
         if self.queue is not None:
             await self.queue.flush()
         try:
             done = await after_crawl(self.kb, self.writer, embed,
                                      self.run.config.site, self.run.config.start_url, self.facts, self._leaving,
-                                     relearn_all=self._relearn, targeted=bool(self.run.targeted),
+                                     relearn_all=start.relearn, targeted=bool(start.targeted),
                                      page_texts=self.page_texts)
             for key, value in vars(done).items():
                 self.stats.set_value(f"helppuff/store/{key}", value)

@@ -25,6 +25,9 @@ to learn (a file, an account screen), is refused with the reason: logged, counte
 stats, and never a page. When none is stored, the pages named are the boilerplate sample, with the
 home page (fetched for the sample only: pipelines/boilerplate.py). A canonical link to a page not
 named is checked against what the knowledge base holds of that page (the page is left as it is).
+The pages named (as the knowledge base spells them), and whether furniture is stored, are the crawl
+start's (CrawlRun.start, kb/crawl_start.py: published on spider_opened, before start() runs), which
+makes the crawl a full one when the site must be learned again.
 
 A page's canonical link (`<link rel="canonical">`) to another page of the site is a hint, not an
 order: a site built from a template can name its home page on every page. The spider passes it on
@@ -81,6 +84,8 @@ from helppuff_crawl.web.urls import known_spelling, normalize_url, same_site, si
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from helppuff_crawl.kb.crawl_start import CrawlStart
 
 logger = logging.getLogger(__name__)
 
@@ -150,9 +155,10 @@ class SiteSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[Any]:
         self._report_refused()
         run = self.crawler.get_extension(CrawlRun)
-        named = run.targeted if run is not None else self.args.only  # the store may have made it a full crawl
+        start = run.start if run is not None else None  # published on spider_opened, before this runs
+        named = start.targeted if start is not None else self.args.only  # the start may make it a full crawl
         if named:
-            for result in self._start_targeted(named, run):
+            for result in self._start_targeted(named, start):
                 for out in self._out(result):
                     yield out
             return
@@ -243,21 +249,21 @@ class SiteSpider(scrapy.Spider):
         self.crawler.stats.set_value("helppuff/targeted/refused_urls",
                                      [f"{url[:500]}: {why}" for url, why in self.args.refused[:MAX_NAMED_PAGES]])
 
-    def _start_targeted(self, named: tuple[str, ...], run: CrawlRun | None) -> Iterator[Page | Request]:
+    def _start_targeted(self, named: tuple[str, ...], start: CrawlStart | None) -> Iterator[Page | Request]:
         """The pages named, each admitted as a full crawl admits a page (tick rules, globs, max_pages;
         robots.txt at fetch time), with no discovery and no link following. With no stored furniture
         (an older data folder, or a site never crawled in full), the pages fetched are the boilerplate
         sample, and the home page joins them when it is not named: fetched for the sample only, it is
         dropped once the furniture is learned (pipelines/boilerplate.py), its row left as it is."""
         self._targeted = True
-        known = run.known.pages if run is not None and run.known is not None else {}
+        known = start.known.pages if start is not None else {}
         named = tuple(dict.fromkeys(known_spelling(url, known) for url in named))
         self.crawler.stats.set_value("helppuff/targeted/pages", len(named))
         logger.info("Targeted crawl of %s: %d pages named", self.site, len(named), extra={"spider": self})
         results = [r for url in named
                    if (r := self._admit(url, "start" if url == self.start_url else "targeted", "")) is not None]
         requests = [r for r in results if isinstance(r, Request)]
-        if self.config.boilerplate and (run is None or run.furniture is None) and requests:
+        if self.config.boilerplate and (start is None or start.furniture is None) and requests:
             if self.start_url not in named:
                 self._seen.add(self.start_url)
                 requests.insert(0, self._page_request(self.start_url, "start", render=self.config.render_js == "always"))
