@@ -1,6 +1,6 @@
 """Drive the owner's dashboard in headless Chromium and print what it saw.
 
-    python tests/dashboard_browser_check.py WORKER_URL OWNER_TOKEN SCREENSHOT_DIR
+    python -m tests.dashboard_browser_check WORKER_URL OWNER_TOKEN SCREENSHOT_DIR   (from the repository root)
 
 Run as a subprocess by tests/test_dashboard_browser.py (Playwright's sync API wants a thread without a
 running event loop). At 375 px wide and by keyboard where an owner would: opens WORKER_URL/admin (sent

@@ -47,7 +47,7 @@ def test_the_owner_logs_in_answers_a_question_and_marks_a_lead_done(serve_site, 
     shots.mkdir()
     with serving(data_dir, env, tmp_path, port) as served:
         assert f"Dashboard    {worker_url}/admin  (log in with the OWNER_TOKEN secret)" in served.out.read_text()
-        check = subprocess.run([sys.executable, str(ROOT / "tests" / "dashboard_browser_check.py"), worker_url, TOKEN,
+        check = subprocess.run([sys.executable, "-m", "tests.dashboard_browser_check", worker_url, TOKEN,
                                 str(shots)], cwd=ROOT, capture_output=True, text=True, check=False)
         assert check.returncode == 0, check.stderr
         seen = json.loads(check.stdout.strip().splitlines()[-1])
