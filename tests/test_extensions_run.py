@@ -102,6 +102,8 @@ def test_the_heartbeat_writes_the_counts_so_far(tmp_path: Path):  # type: ignore
 def test_config_from_the_settings(tmp_path: Path) -> None:
     config = RunConfig.from_settings(component_crawler(**crawl_settings(tmp_path)).settings)
     assert config == RunConfig("acme", A, 600.0, 30.0)
+    off = RunConfig.from_settings(component_crawler(**crawl_settings(tmp_path, HELPPUFF_STORE_ENABLED=False)).settings)
+    assert off == RunConfig("acme", A, 600.0, 30.0, store=False)  # the crawl's start then only reads
     with pytest.raises(ValueError, match="HELPPUFF_RUN_HEARTBEAT"):
         RunConfig.from_settings(component_crawler(**crawl_settings(tmp_path, HELPPUFF_RUN_HEARTBEAT=0)).settings)
     with pytest.raises(ValueError, match="HELPPUFF_SITE"):

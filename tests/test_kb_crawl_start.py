@@ -194,3 +194,25 @@ async def _frozen(kb: Any) -> None:
 @pytest_twisted.inlineCallbacks
 def test_the_start_is_frozen(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield run_async(_on_kb(tmp_path, _frozen))
+
+
+async def _store_off(kb: Any) -> dict[str, Any]:
+    before = _writer(kb)
+    await open_crawl(before, SITE)
+    await _learn_page(before, f"{A}/hot-water", _HOT)
+    # A crawl that stores nothing, with another model and other chunk sizes: it must not claim the
+    # site, clear its hashes or mend anything, only read what the site holds.
+    start = await open_crawl(_writer(kb, OTHER_MODEL, ChunkSizes(100, 400)), SITE, [f"{A}/hot-water"], store=False)
+    claimed = await kb.query("SELECT model, chunk_max_tokens FROM site_index WHERE site = ?", [SITE])
+    hashes = await kb.query("SELECT content_hash FROM pages WHERE site = ?", [SITE])
+    return {"start": _summary(start), "claimed": claimed, "hashes": hashes}
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_crawl_that_stores_nothing_leaves_the_site_as_it_was(tmp_path: Path):  # type: ignore[no-untyped-def]
+    got = yield run_async(_on_kb(tmp_path, _store_off))
+    assert got["claimed"] == [{"model": MODEL, "chunk_max_tokens": 800}]
+    assert got["hashes"] == [{"content_hash": f"hash-of-{A}/hot-water"}]
+    start = got["start"]
+    assert (start["targeted"], start["relearn"], start["full_instead"], start["mended"]) == ((f"{A}/hot-water",), False, "", {})
+    assert start["pages"] == {f"{A}/hot-water": f"hash-of-{A}/hot-water"}

@@ -34,7 +34,8 @@ made when the crawler builds its extensions, before the item pipelines, which ta
 (`crawler.get_extension(CrawlRun).kb`, `.writer`): one connection and one writer for the whole crawl.
 
 Enable: EXTENSIONS {"helppuff_crawl.extensions.run.CrawlRun": 0}. Settings: HELPPUFF_RUN_ENABLED,
-HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, HELPPUFF_ONLY, those of
+HELPPUFF_RUN_STALE_AFTER, HELPPUFF_RUN_HEARTBEAT, HELPPUFF_SITE, HELPPUFF_START_URL, HELPPUFF_ONLY,
+HELPPUFF_STORE_ENABLED (off: the crawl's start only reads, kb/crawl_start.py), those of
 the writer above, and those of the knowledge base (HELPPUFF_DATA_DIR, HELPPUFF_D1_DATABASE, the Cloudflare
 credentials).
 Stats: helppuff/run_id; helppuff/store/mended/<what> (what the crawl start mended after a killed crawl),
@@ -85,6 +86,7 @@ class RunConfig:
     stale_after: float
     heartbeat: float
     only: tuple[str, ...] = ()  # the pages a targeted crawl fetches (normalised, on the site); () for a full crawl
+    store: bool = True  # HELPPUFF_STORE_ENABLED: off, the crawl's start only reads the knowledge base
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RunConfig:
@@ -95,7 +97,7 @@ class RunConfig:
         if heartbeat <= 0:
             raise ValueError(f"HELPPUFF_RUN_HEARTBEAT must be > 0 seconds, got {heartbeat}")
         return cls(site, settings.get("HELPPUFF_START_URL") or "", settings.getfloat("HELPPUFF_RUN_STALE_AFTER"),
-                   heartbeat, tuple(settings.getlist("HELPPUFF_ONLY")))
+                   heartbeat, tuple(settings.getlist("HELPPUFF_ONLY")), settings.getbool("HELPPUFF_STORE_ENABLED"))
 
 
 class CrawlRun:
@@ -145,7 +147,7 @@ class CrawlRun:
         """The crawl's start, inside its run (pages are recorded in a run), published as `start`."""
         site = self.config.site
         try:
-            start = await open_crawl(self.writer, site, self.config.only)
+            start = await open_crawl(self.writer, site, self.config.only, self.config.store)
         except (ModelMismatch, CloudflareError) as exc:
             logger.error("The knowledge base of %s cannot take this crawl: %s", site, exc, extra={"spider": spider})
             raise CloseSpider(f"knowledge base refused: {exc}".splitlines()[0][:300]) from exc

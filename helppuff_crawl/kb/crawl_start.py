@@ -1,7 +1,7 @@
 """The start of a crawl, in one step that runs before its first request: the knowledge base made ready
 for the crawl's writes, read once, and what the crawl is decided, published as one frozen value.
 
-`open_crawl(writer, site, only)`, in this order:
+`open_crawl(writer, site, only, store)`, in this order:
 
 1. the vector index is checked (kb/site_index.py ensure_index) and the site claimed with the writer's
    model and chunk sizes (claim_site): mixing models in one index is refused (ModelMismatch); a
@@ -12,6 +12,9 @@ for the crawl's writes, read once, and what the crawl is decided, published as o
 4. a targeted crawl (`only`: the pages named) stays targeted unless every page must be learned again,
    when it is done in full instead (`full_instead` says why); a crawl still targeted reads the
    furniture the last full crawl stored (kb/furniture.py; None when none is stored).
+
+A crawl that stores nothing (`store` False: HELPPUFF_STORE_ENABLED off) only reads: steps 1 and 2 are
+skipped, so it neither claims the site nor clears its hashes nor mends anything; `relearn` is False.
 
 The value, `CrawlStart`, is read by the spider (the pages to fetch, their known spellings, whether a
 sample is needed), the boilerplate pipeline (the stored furniture, targeted or not), the hash pipeline
@@ -54,14 +57,17 @@ class CrawlStart:
     full_instead: str = ""  # why pages were named and the crawl is a full one all the same ("" if not)
 
 
-async def open_crawl(writer: KnowledgeWriter, site: str, only: Sequence[str] = ()) -> CrawlStart:
-    """Steps 1-4 for `site`, with the crawl's one writer; `only`: the pages named (() for a full crawl).
+async def open_crawl(writer: KnowledgeWriter, site: str, only: Sequence[str] = (), store: bool = True) -> CrawlStart:
+    """Steps 1-4 for `site`, with the crawl's one writer; `only`: the pages named (() for a full crawl);
+    `store` False: a crawl that writes nothing, so only steps 3 and 4 (reads).
     Raises ModelMismatch or CloudflareError when the knowledge base cannot take the crawl."""
-    await ensure_index(writer)
-    relearn = await claim_site(writer, site)
-    if relearn:
-        await redo_all_pages(writer.kb, site)
-    mended = await reconcile(writer, site)
+    relearn, mended = False, {}
+    if store:
+        await ensure_index(writer)
+        relearn = await claim_site(writer, site)
+        if relearn:
+            await redo_all_pages(writer.kb, site)
+        mended = await reconcile(writer, site)
     known = await KnownSite.load(writer.kb, site, writer.model)
     targeted, full_instead = tuple(only), ""
     if relearn and targeted:
