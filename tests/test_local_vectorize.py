@@ -94,6 +94,15 @@ def test_an_index_is_made_whole_or_not_at_all(tmp_path: Path) -> None:
     assert [index["name"] for index in cloud.handle("GET", V2).body["result"]] == ["kb"]
 
 
+def test_an_index_that_cannot_be_made_leaves_no_file(tmp_path: Path) -> None:
+    def broken_clock() -> float:
+        raise OSError("the clock cannot be read")
+
+    with pytest.raises(OSError, match="clock"):
+        LocalVectorIndex.create(tmp_path / "kb.sqlite3", "kb", 3, "cosine", delay=0, clock=broken_clock)
+    assert list(tmp_path.iterdir()) == []  # neither the index nor its file under a name of its own
+
+
 def test_rest_contract_of_indexes_and_upserts(tmp_path: Path) -> None:
     cloud = LocalCloud(tmp_path)
     created = _post(cloud, "", {"name": "kb", "config": {"dimensions": 3, "metric": "cosine"}, "description": "d"})

@@ -40,14 +40,6 @@ class EmbeddingBatcher:
         self._batcher: LingerBatcher[str, list[float]] = LingerBatcher(
             self._send, batch_size, linger, max_in_flight=max_in_flight, send_when_idle=send_when_idle)
 
-    @property
-    def batch_size(self) -> int:
-        return self._batcher.size
-
-    @property
-    def linger(self) -> float:
-        return self._batcher.linger
-
     def submit(self, texts: Sequence[str]) -> list[asyncio.Future[list[float]]]:
         return self._batcher.submit(texts)
 

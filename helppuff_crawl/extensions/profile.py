@@ -224,12 +224,8 @@ class StageProfile:
             stage = next((s for prefix, s in _CLIENT_PREFIXES.items() if name.startswith(prefix)), None)
             if stage is not None and inspect.iscoroutinefunction(getattr(type(client), name)):
                 setattr(client, name, self.clock.call(stage, getattr(client, name)))
-        # Found by its class's name, as the stages are (_PIPELINE_STAGES): extensions do not import pipelines.
-        assert self.crawler.engine is not None
-        pipelines = self.crawler.engine.scraper.itemproc.middlewares
-        store = next((p for p in pipelines if type(p).__name__ == "StorePipeline"), None)
-        if store is not None:  # its page writes run as tasks of their own, outside its process_item
-            store.writer.write_pages = self.clock.call("write", store.writer.write_pages)
+        # The crawl's one writer (the store's): its page writes run as tasks of their own, outside process_item.
+        run.writer.write_pages = self.clock.call("write", run.writer.write_pages)
         transport = client.transport
         if hasattr(transport, "cloud"):  # the local cloud, in this process (on worker threads)
             self.cloud = transport.cloud = _TimedCloud(transport.cloud)

@@ -34,14 +34,6 @@ class PageWriteQueue:
         self.sends = 0
         self._batcher: LingerBatcher[PageWrite, None] = LingerBatcher(self._send, max_pages, linger)
 
-    @property
-    def max_pages(self) -> int:
-        return self._batcher.size
-
-    @property
-    def linger(self) -> float:
-        return self._batcher.linger
-
     async def write(self, write: PageWrite) -> None:
         await self._batcher.submit([write])[0]
 

@@ -213,24 +213,25 @@ class LocalVectorIndex:
         # once: a process killed midway (a crawl's start can be) leaves no index without its
         # configuration, and of two made at once the second is refused as a duplicate.
         building = path.with_name(f".{path.name}.{uuid.uuid4().hex}.creating")
-        conn = sqlite3.connect(building, isolation_level=None)
         try:
-            conn.executescript(_SCHEMA)
-            now = _stamp(clock())
-            conn.executemany(
-                "INSERT INTO config (key, value) VALUES (?, ?)",
-                [("name", name), ("dimensions", str(dimensions)), ("metric", metric),
-                 ("description", description), ("created_on", now), ("modified_on", now),
-                 ("last_mutation", ""), ("last_mutation_at", "")],
-            )
+            conn = sqlite3.connect(building, isolation_level=None)
+            try:
+                conn.executescript(_SCHEMA)
+                now = _stamp(clock())
+                conn.executemany(
+                    "INSERT INTO config (key, value) VALUES (?, ?)",
+                    [("name", name), ("dimensions", str(dimensions)), ("metric", metric),
+                     ("description", description), ("created_on", now), ("modified_on", now),
+                     ("last_mutation", ""), ("last_mutation_at", "")],
+                )
+            finally:
+                conn.close()
+            try:
+                os.link(building, path)
+            except FileExistsError:
+                raise duplicate from None
         finally:
-            conn.close()
-        try:
-            os.link(building, path)
-        except FileExistsError:
-            raise duplicate from None
-        finally:
-            building.unlink()
+            building.unlink(missing_ok=True)  # made or not, the file under its own name goes
         logger.info("Created local Vectorize index %s (%d dimensions, %s)", name, dimensions, metric)
         return cls(path, delay=delay, clock=clock)
 
