@@ -24,6 +24,7 @@ export interface Env extends LocalCloudVars, ProviderVars {
   CHAT_VISITOR_LIMITER?: RateLimiter; // absent where wrangler.jsonc declares none (then no limit)
   CHAT_SITE_LIMITER?: RateLimiter;
   OWNER_LOGIN_LIMITER?: RateLimiter; // the dashboard's login attempts, per IP (admin/session.ts)
+  OWNER_API_LIMITER?: RateLimiter; // the owner's /v1 routes, per IP (owner.ts)
   CRAWL_QUEUE?: Queue<string>; // the crawl queue's producer (absent in env "local": dev.ts sends instead)
   // Secrets (`wrangler secret put NAME`; `helppuff serve` passes them from its environment in the env file).
   RETELL_API_KEY?: string; // the Retell account's API key: verifies X-Retell-Signature (retell.ts)
@@ -86,6 +87,11 @@ export function backendsFromEnv(env: Env): Backends {
 /** The chat's rate limiters: per visitor and per site (null when not bound). */
 export function rateLimitersFromEnv(env: Env): { visitor: RateLimiter | null; site: RateLimiter | null } {
   return { visitor: env.CHAT_VISITOR_LIMITER ?? null, site: env.CHAT_SITE_LIMITER ?? null };
+}
+
+/** The owner's /v1 routes' limiter (null when not bound: then they are not limited). */
+export function ownerApiLimiterFromEnv(env: Env): RateLimiter | null {
+  return env.OWNER_API_LIMITER ?? null;
 }
 
 /** The dashboard's login limiter (null when not bound: then logins are not limited). */

@@ -23,16 +23,18 @@
  * Outcome {status, body}, which these routes send as JSON and the owner's dashboard (admin/route.ts)
  * sends as JSON or shows on its pages: one set of rules, the CLI's too (helppuff_crawl/kb/gaps.py).
  *
- * Both: 401 without the right token; 403 when the Worker has no OWNER_TOKEN secret (off); 404 for a
+ * Both: counted per IP against the OWNER_API_LIMITER binding before the token is compared (60 a
+ * minute; 429 past it), 401 without the right token; 403 when the Worker has no OWNER_TOKEN secret (off); 404 for a
  * site never crawled or a gap it does not have; 400 for a bad body or state; 405 for other
  * methods; 503 when D1 fails.
  */
-import { type Env, backendsFromEnv, crawlQueueFromEnv } from "./bindings";
+import { type Env, backendsFromEnv, crawlQueueFromEnv, ownerApiLimiterFromEnv } from "./bindings";
 import { gapKey } from "./chat/gaps";
 import { ANSWERS_URL_PREFIX } from "./contract";
 import { TOO_BIG, json, readBody } from "./http";
 import { type Asked, askForJob, iso } from "./jobs";
-import type { CrawlQueue, SqlDatabase } from "./ports";
+import { RETRY_AFTER_SECONDS } from "./guard";
+import type { CrawlQueue, RateLimiter, SqlDatabase } from "./ports";
 import { sameSecret } from "./recrawl";
 import { SITE_NAME } from "./request";
 import { isObject } from "./settings";
@@ -59,6 +61,7 @@ export interface OwnerDeps {
   db: SqlDatabase;
   queue: CrawlQueue | null;
   token: string | null; // the OWNER_TOKEN secret, null when not set
+  limiter: RateLimiter | null; // OWNER_API_LIMITER: requests per IP, counted before the token is compared
   now: Date;
 }
 
@@ -111,6 +114,10 @@ export async function listSites(db: SqlDatabase): Promise<Outcome> {
 /** The token checked and the site known: its start URL, else the answer to give. */
 async function authorize(request: Request, deps: OwnerDeps, site: string): Promise<{ startUrl: string } | Response> {
   if (deps.token === null) return json(403, { error: `the owner routes are off: the Worker has no ${OWNER_TOKEN_SECRET} secret` });
+  // Counted before the comparison, so a wrong guess cannot be made faster than the limit.
+  if (deps.limiter !== null && !(await deps.limiter.limit({ key: `owner-api:${request.headers.get("cf-connecting-ip") ?? "unknown"}` })).success) {
+    return json(429, { error: "too many owner requests from this address: wait a minute" }, { "retry-after": String(RETRY_AFTER_SECONDS) });
+  }
   const given = /^Bearer\s+(\S+)$/iu.exec(request.headers.get("authorization") ?? "")?.[1] ?? "";
   if (!given || !(await sameSecret(given, deps.token))) {
     return json(401, { error: `Authorization: Bearer <${OWNER_TOKEN_SECRET}> is missing or wrong` }, { "www-authenticate": "Bearer" });
@@ -311,7 +318,7 @@ export async function ownerRoute(request: Request, env: Env, encodedSite: string
   if (!SITE_NAME.test(site)) return json(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
   let deps: OwnerDeps;
   try {
-    deps = { db: backendsFromEnv(env).db, queue: crawlQueueFromEnv(env), token: ownerToken(env), now: new Date() };
+    deps = { db: backendsFromEnv(env).db, queue: crawlQueueFromEnv(env), token: ownerToken(env), limiter: ownerApiLimiterFromEnv(env), now: new Date() };
   } catch (error) {
     logFailure(site, "the bindings cannot be reached", error);
     return json(503, { error: "the knowledge base cannot be reached right now" });

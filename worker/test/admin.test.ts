@@ -274,6 +274,10 @@ describe("Questions to answer", () => {
     expect(queue.jobs).toEqual([expect.objectContaining({ site: SITE, kind: "urls", urls: ["https://acme.com.au/"] })]);
     const after = await send(`/admin/sites/${SITE}/questions?notice=answered`, { cookie: session });
     expect(after.text).toContain("Saved as one of your own answers.");
+    for (const name of ["constructor", "toString", "__proto__"]) {
+      const odd = await send(`/admin/sites/${SITE}/questions?notice=${name}`, { cookie: session });
+      expect([odd.status, odd.text.includes('class="notice')]).toEqual([200, false]); // a notice is one of the page's own
+    }
     expect(after.text).not.toContain(`id="q-${gap.id}"`);
     const answered = await send(`/admin/sites/${SITE}/questions?state=answered`, { cookie: session });
     expect(answered.text).toContain(`own answer <code>${row?.["answer_id"]}</code>`);

@@ -12,7 +12,7 @@ import { recordGap } from "../src/chat/gaps";
 import worker from "../src/index";
 import { MAX_TEXT_CHARS, answerGapRoute } from "../src/owner";
 import { FakeCrawlQueue } from "./fake-queue";
-import { FakeChatModel } from "./fake-model";
+import { FakeChatModel, FakeRateLimiter } from "./fake-model";
 import { FakeVectorize } from "./fakes";
 
 const TOKEN = "owner-t0ken-0123456789";
@@ -64,6 +64,22 @@ describe("the owner token", () => {
       expect(answer.headers.get("www-authenticate")).toBe("Bearer");
       expect(String(answer.body["error"])).toContain("OWNER_TOKEN");
     }
+  });
+
+  it("is limited per IP before the token is compared: past the limit, the right token too gets 429", async () => {
+    const limiter = new FakeRateLimiter(3);
+    const limited = { ...workerEnv, OWNER_API_LIMITER: limiter };
+    const from = (ip: string, token: string): Request => {
+      const req = request(`${SITE}/knowledge/gaps`, { token });
+      req.headers.set("cf-connecting-ip", ip);
+      return req;
+    };
+    for (const guess of ["guess-1", "guess-2", "guess-3"]) expect((await call(from("203.0.113.9", guess), limited)).status).toBe(401);
+    const past = await call(from("203.0.113.9", TOKEN), limited); // a fourth try, right this time: not compared
+    expect(past.status).toBe(429);
+    expect(past.headers.get("retry-after")).toBeTruthy();
+    expect((await call(from("198.51.100.7", TOKEN), limited)).status).toBe(200); // another address is not held back
+    expect(limiter.keys).toEqual([...Array(4).fill("owner-api:203.0.113.9"), "owner-api:198.51.100.7"]);
   });
 
   it("403 when the Worker has no OWNER_TOKEN secret", async () => {
@@ -159,7 +175,7 @@ describe("POST /v1/sites/:site/knowledge/gaps/:id/answer", () => {
       all: <T>(sql: string, params: readonly unknown[]) =>
         sql.startsWith("INSERT INTO own_answers") ? Promise.reject(new Error("D1_ERROR: disk full")) : real.all<T>(sql, params),
     };
-    const deps = { db: failing, queue: crawlQueueFromEnv(workerEnv), token: TOKEN, now: NOW };
+    const deps = { db: failing, queue: crawlQueueFromEnv(workerEnv), token: TOKEN, limiter: null, now: NOW };
     const answer = await answerGapRoute(request(`${SITE}/knowledge/gaps/${gap.id}/answer`, { body: { text: "Yes." } }), deps, SITE, gap.id);
     expect(answer.status).toBe(503);
     expect(await env.DB.prepare("SELECT state, answer_id FROM knowledge_gaps WHERE id = ?").bind(gap.id).first()).toEqual({ state: "open", answer_id: null });

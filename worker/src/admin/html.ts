@@ -26,7 +26,7 @@ type Part = Html | string | number | null | undefined | false | readonly Html[];
 function render(part: Part): string {
   if (part === null || part === undefined || part === false) return "";
   if (part instanceof Html) return part.text;
-  if (Array.isArray(part)) return part.map((item: Html) => item.text).join("");
+  if (Array.isArray(part)) return part.map((item: Part) => render(item)).join(""); // each item checked as it renders
   return escapeHtml(String(part));
 }
 

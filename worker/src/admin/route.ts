@@ -195,7 +195,8 @@ async function pageRoute(request: Request, url: URL, path: string, deps: Deps): 
   const known = await siteStartUrl(deps.db, site);
   if (!("startUrl" in known)) return htmlResponse(known.status, messagePage("Not found", String(known.body["error"])));
   const which = match[2] ?? "";
-  const notice = NOTICES[url.searchParams.get("notice") ?? ""];
+  const asked = url.searchParams.get("notice") ?? "";
+  const notice = Object.hasOwn(NOTICES, asked) ? NOTICES[asked] : undefined; // not "constructor" and the like
   const shown = notice === undefined ? null : { text: notice };
 
   if (view !== null) {

@@ -14,7 +14,8 @@
  * request (POST) must come from the dashboard's own origin: its Origin header equal to the Worker's
  * origin, or, without one, Sec-Fetch-Site "same-origin"; neither is refused (CSRF), the login too.
  * Login attempts are limited per IP (the OWNER_LOGIN_LIMITER binding; each attempt counts, so a
- * wrong guess cannot be made faster than the limit).
+ * wrong guess cannot be made faster than the limit). The owner's /v1 routes, which take the token
+ * itself, count against OWNER_API_LIMITER the same way (owner.ts).
  */
 import { sameSecret } from "../recrawl";
 import type { RateLimiter } from "../ports";
@@ -99,10 +100,8 @@ export function sameOrigin(request: Request): boolean {
   return request.headers.get("sec-fetch-site") === "same-origin";
 }
 
-export const LOGIN_ATTEMPTS_PER_MINUTE = 5;
-
 /** The key a login attempt is counted under: the caller's IP as Cloudflare sees it. */
-export function loginKey(request: Request): string {
+function loginKey(request: Request): string {
   return `owner-login:${request.headers.get("cf-connecting-ip") ?? "unknown"}`;
 }
 
