@@ -98,12 +98,14 @@ class Served:
 
 
 @contextmanager
-def serving(data_dir: Path, env: dict[str, str], logs_dir: Path, port: int) -> Iterator[Served]:
-    """`helppuff serve` on 127.0.0.1:port, ready (polled a bounded number of times), stopped after."""
+def serving(data_dir: Path, env: dict[str, str], logs_dir: Path, port: int, *, worker: bool = False) -> Iterator[Served]:
+    """`helppuff serve` on 127.0.0.1:port, ready (polled a bounded number of times), stopped after; with its
+    crawl worker only when `worker` (a test that runs `helppuff worker --once` itself needs none beside it)."""
     out, err = logs_dir / "serve.out", logs_dir / "serve.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         process = subprocess.Popen(
-            [HELPPUFF, "serve", "--port", str(port), "--cloud-port", str(free_port()), "--data-dir", str(data_dir)],
+            [HELPPUFF, "serve", "--port", str(port), "--cloud-port", str(free_port()), "--data-dir", str(data_dir),
+             *(() if worker else ("--no-worker",))],
             cwd=ROOT, env=env, stdout=stdout, stderr=stderr, start_new_session=True,
         )
     served = Served(process, out, err)

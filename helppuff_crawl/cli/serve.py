@@ -9,6 +9,10 @@ order, and each answer says so in `degraded`. Chat answers come from an OpenAI-c
 otherwise. A site whose retriever (knowledge.retrieval) names a Worker secret serve did not find when it
 started gets a line saying so and how to set it (helppuff_crawl/devloop/serve_secrets.py).
 
+A crawl worker (`helppuff worker`, helppuff_crawl/devloop/crawl_worker.py) runs beside them on the same
+knowledge base, so the jobs the dashboard and the webhooks ask for run here; `--no-worker` leaves it out
+(then the jobs wait on the local queue until a `helppuff worker` runs).
+
 Exit status: 0 after Ctrl-C, 1 when it could not start or wrangler stopped on its own, 2 for bad input.
 """
 
@@ -37,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "http://127.0.0.1:11434/v1 (default: HELPPUFF_LOCAL_CHAT_URL; none: extractive answers)")
     parser.add_argument("--chat-model", help="the model name to ask that server for (default: "
                         "HELPPUFF_LOCAL_CHAT_MODEL, else the Workers AI id the Worker asks for)")
+    parser.add_argument("--no-worker", action="store_true",
+                        help="do not run a crawl worker beside the Worker (jobs wait until `helppuff worker` runs)")
     parser.set_defaults(func=run)
 
 
@@ -77,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from helppuff_crawl.local.chat import ChatServerConfig
     from helppuff_crawl.devloop.server import DevOptions, DevServer
     from helppuff_crawl.deploy.toolchain import DevServerError
+    from helppuff_crawl.devloop.crawl_worker import CrawlWorker
 
     settings = project_settings()
     data_dir = Path(args.data_dir or settings.get("HELPPUFF_DATA_DIR"))
@@ -99,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     dev = DevServer(options, output=_print_line)
+    crawl_worker = None if args.no_worker else CrawlWorker(data_dir, database)
     try:
         dev.start()
         dev.wait_ready()
@@ -115,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
         for notice in dev.notices:  # a retriever whose secret the Worker lacks: the chat would say "not sure"
             print(f"Warning      {notice}")
         print(dashboard_line(dev.worker_url, dev.passed))
+        if crawl_worker is not None:
+            print(f"Crawl worker {crawl_worker.start()} (pid): runs the crawl jobs the dashboard and the webhooks ask for")
+        else:
+            print("Crawl worker none (--no-worker): jobs wait on the queue until `helppuff worker` runs")
         example = sites[0]["site"] if sites else "SITE"
         url = "" if options.port == 8787 else f" --url {dev.worker_url}"
         print(f'Try          helppuff search "how much is a call-out?" --site {example}{url}')
@@ -132,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         if main_thread:  # a second Ctrl-C must not cut the cleanup short
             interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if crawl_worker is not None:
+            crawl_worker.stop()
         dev.stop()
         if main_thread:
             signal.signal(signal.SIGINT, interrupt)

@@ -202,7 +202,7 @@ class Worker:
             # killed with the worker: a crawl never outlives the worker whose job it is.
             self.child = await asyncio.create_subprocess_exec(
                 *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True, preexec_fn=_die_with_parent)
+                start_new_session=True, preexec_fn=die_with_parent)
             if self.stopping.is_set():
                 self.stop()
             output = asyncio.ensure_future(self.child.communicate())
@@ -242,12 +242,13 @@ class Worker:
                   file=sys.stderr, flush=True)
 
 
-def _die_with_parent() -> None:
-    """In the crawl's process, before it starts: SIGKILL when the worker dies (Linux's PR_SET_PDEATHSIG)."""
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In a child process, before it starts: `sig` when its parent dies (Linux's PR_SET_PDEATHSIG).
+    A crawl gets SIGKILL when its worker dies; serve's worker gets SIGTERM (devloop/crawl_worker.py)."""
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # 1: PR_SET_PDEATHSIG
 
 
 def run(args: argparse.Namespace) -> int:
