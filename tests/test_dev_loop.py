@@ -226,6 +226,21 @@ def test_the_search_takes_the_chats_origin_allowlist(loop: Loop) -> None:
     assert "access-control-allow-origin" not in refused.headers
 
 
+def test_ask_prints_the_chats_answer_with_its_sources(loop: Loop) -> None:
+    asked = subprocess.run([HELPPUFF, "ask", "How much is a call-out?", "--site", "acme", "--url", loop.worker_url],
+                           cwd=ROOT, env=loop.env, capture_output=True, text=True, check=False)
+    assert asked.returncode == 0, asked.stderr
+    lines = asked.stdout.splitlines()
+    sources = lines.index("Sources:")
+    assert sources >= 1 and lines[0].strip()  # the answer, then where it came from
+    assert any(f"{loop.site_url}/pricing" in line for line in lines[sources + 1:]), asked.stdout
+    refused = subprocess.run([HELPPUFF, "ask", "hi", "--site", "acme", "--url", loop.worker_url, "--origin",
+                              "https://evil.example"], cwd=ROOT, env=loop.env, capture_output=True, text=True, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == ("helppuff ask: the Worker answered HTTP 403: "
+                                      "origin https://evil.example may not use this site's chat")
+
+
 def test_zz_serve_stops_cleanly_on_sigterm(loop: Loop) -> None:
     # Runs last in this module (the fixture's own cleanup then has nothing left to stop).
     os.killpg(loop.serve.pid, signal.SIGTERM)
@@ -233,3 +248,4 @@ def test_zz_serve_stops_cleanly_on_sigterm(loop: Loop) -> None:
     assert "Stopping." in loop.err.read_text()
     with pytest.raises(httpx.ConnectError):
         httpx.post(f"{loop.worker_url}/v1/sites/acme/search", json={"query": "hi"}, timeout=10)
+

@@ -13,7 +13,7 @@ import importlib
 import logging
 import sys
 
-_COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "deploy", "serve", "search",
+_COMMANDS = ("crawl", "discover", "status", "extract", "chunk", "knowledge", "cloudflare", "deploy", "serve", "search", "ask",
              "settings", "leads", "config", "schedule", "recrawl", "worker", "rag", "secret", "scaffold")
 
 
