@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from helppuff_crawl.cli import UsageError
-from helppuff_crawl.cli.search import DEFAULT_URL
+from helppuff_crawl.cli.search import DEFAULT_URL, unreachable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -95,11 +95,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"helppuff ask: the Worker answered HTTP {reply.status_code}: {error}", file=sys.stderr)
                 return 1
             events = read_events(reply.iter_lines())
-    except httpx.ConnectError:
-        print(f"no Worker at {base}: start it with `helppuff serve`", file=sys.stderr)
-        return 1
     except httpx.TransportError as exc:
-        print(f"helppuff ask: the Worker at {base} did not answer: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(unreachable("ask", base, exc), file=sys.stderr)
         return 1
     lines, broke = format_reply(events)
     print("\n".join(lines))

@@ -67,6 +67,15 @@ def format_answer(answer: dict[str, Any]) -> list[str]:
     return lines
 
 
+def unreachable(command: str, base: str, exc: Exception) -> str:
+    """The line for a Worker that did not answer `helppuff <command>` (httpx's TransportError)."""
+    import httpx
+
+    if isinstance(exc, httpx.ConnectError):
+        return f"no Worker at {base}: start it with `helppuff serve`"
+    return f"helppuff {command}: the Worker at {base} did not answer: {type(exc).__name__}: {exc}"
+
+
 def run(args: argparse.Namespace) -> int:
     import httpx
 
@@ -85,11 +94,8 @@ def run(args: argparse.Namespace) -> int:
     endpoint = f"{base}/v1/sites/{quote(args.site, safe='')}/search"
     try:
         reply = httpx.post(endpoint, json=body, timeout=30.0)
-    except httpx.ConnectError:
-        print(f"no Worker at {base}: start it with `helppuff serve`", file=sys.stderr)
-        return 1
     except httpx.TransportError as exc:
-        print(f"helppuff search: the Worker at {base} did not answer: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(unreachable("search", base, exc), file=sys.stderr)
         return 1
     try:
         answer = reply.json()
