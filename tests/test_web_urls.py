@@ -3,6 +3,10 @@ start URLs."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -364,3 +368,16 @@ def test_validate_start_url_rejects(url: str, why: str) -> None:
 def test_validate_start_url_rejects_non_strings() -> None:
     with pytest.raises(ValueError, match="url: not a website address: None"):
         validate_start_url(None)  # type: ignore[arg-type]
+
+
+_SITE_NAME_CASES = json.loads((Path(__file__).parent.parent / "helppuff_crawl" / "schema" / "site_name_cases.json")
+                              .read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("case", _SITE_NAME_CASES, ids=lambda case: repr(case["url"]))
+def test_the_site_name_cases_the_dashboard_shares(case: dict[str, Any]) -> None:
+    if case["name"] is None:
+        with pytest.raises(ValueError):
+            site_name_from_url(case["url"])
+    else:
+        assert site_name_from_url(case["url"]) == case["name"]

@@ -288,3 +288,38 @@ def test_a_refused_beat_does_not_abandon_the_crawl(serve_site, tmp_path: Path) -
     assert job["attempts"] == 1 and job["taken_by"].endswith(f":{worker.pid}") and job["beat_at"]
     runs = kb_rows(tmp_path / "kb", "SELECT id, status FROM crawl_runs WHERE id NOT LIKE 'seed-%'")
     assert [(r["id"], r["status"]) for r in runs] == [(job["run_id"], "done")]
+
+
+def test_a_discover_job_lists_the_pages_of_a_site_added_from_the_dashboard(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    assert run_helppuff(tmp_path, "status").returncode == 0  # the database, with its migrations
+    with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:  # as the dashboard adds a site
+        db.execute("INSERT INTO site_discoveries (site, start_url, asked_at) VALUES ('newshop', ?, ?)",
+                   [server.url, iso(utc_now())])
+        db.execute("INSERT INTO site_settings (site, settings, updated_at) VALUES ('newshop', ?, ?)",
+                   [json.dumps({"knowledge": {"website": {"exclude": ["/team-members"]}}}), iso(utc_now())])
+    request = _recrawl(tmp_path, "newshop", "--discover")
+    done = run_helppuff(tmp_path, "worker", "--once", "-s", "HELPPUFF_QUEUE_RETRIES=false")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"job {request} (newshop, discover): discovered ") and "ticked)" in done.stdout
+    (row,) = kb_rows(tmp_path / "kb", "SELECT * FROM site_discoveries")
+    pages = {page["url"].removeprefix(server.url): page for page in json.loads(row["pages"])}
+    assert (row["state"], row["reason"], row["start_url"]) == ("done", "", server.url)
+    assert pages["/pricing"]["ticked"] is True and pages["/pricing"]["category"] == "pricing"
+    assert pages["/team-members"]["ticked"] is False  # the site's stored exclude glob, as its crawl would
+    assert "team-members" in pages["/team-members"]["reason"]
+    assert kb_rows(tmp_path / "kb", "SELECT COUNT(*) AS n FROM crawl_runs") == [{"n": 0}]  # nothing crawled
+    assert kb_rows(tmp_path / "kb", "SELECT COUNT(*) AS n FROM pages") == [{"n": 0}]
+
+
+def test_a_discover_that_finds_nothing_says_why(tmp_path: Path) -> None:
+    assert run_helppuff(tmp_path, "status").returncode == 0
+    with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:
+        db.execute("INSERT INTO site_discoveries (site, start_url, asked_at) VALUES ('down', 'http://127.0.0.1:9/', ?)",
+                   [iso(utc_now())])
+    request = _recrawl(tmp_path, "down", "--discover")
+    done = run_helppuff(tmp_path, "worker", "--once", "-s", "HELPPUFF_QUEUE_RETRIES=false", "-s", "RETRY_TIMES=0")
+    assert done.stdout.startswith(f"job {request} (down, discover): discovered nothing: "), done.stdout
+    (row,) = kb_rows(tmp_path / "kb", "SELECT state, reason, pages FROM site_discoveries")
+    assert (row["state"], row["pages"]) == ("failed", "[]") and row["reason"]
+    assert [job["handled_at"] is not None for job in _jobs(tmp_path)] == [True]  # the owner asks again

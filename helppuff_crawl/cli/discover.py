@@ -1,7 +1,8 @@
 """`helppuff discover URL [--json]`: the candidate pages, without crawling them.
 
 Runs only the spider's discovery pass (home page, robots.txt, sitemaps: at most 50 fetches)
-and prints each candidate with its category and tick decision. Nothing is written.
+and prints each candidate with its category and tick decision. Nothing is written. A `helppuff worker`
+runs it for a "discover" job (the owner's Set up) and records the JSON (kb/discoveries.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude", action="append", default=None)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.add_argument("--config", metavar="HELPPUFF_JSON",
+                        help="helppuff.json: its knowledge.website sets the arguments above that are not given")
     parser.set_defaults(func=run, scrapy_logging=True)
 
 

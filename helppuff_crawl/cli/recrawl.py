@@ -3,6 +3,7 @@
     helppuff recrawl --site acme                          a full crawl
     helppuff recrawl --site acme https://acme.com.au/a    only these pages (at most 100)
     helppuff recrawl --site acme --failed                 the pages that failed for a passing reason, now
+    helppuff recrawl --site acme --discover               find and list the pages (the owner's Set up), learn nothing
 
 The same job the Worker's recrawl webhook asks for (kb/jobs.py): merged with the one waiting for the
 site, if any; a `helppuff worker` runs it. Each URL must be on the site (its host, `www.` and the apex
@@ -16,6 +17,7 @@ import argparse
 import asyncio
 import json
 
+from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
 from helppuff_crawl.kb.recrawl import ask_recrawl
 
@@ -25,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("urls", nargs="*", metavar="URL", help="only these pages (default: the whole site)")
     parser.add_argument("--site", required=True)
     parser.add_argument("--failed", action="store_true", help="the pages that failed for a passing reason")
+    parser.add_argument("--discover", action="store_true",
+                        help="find and list the site's pages for the dashboard's Set up; nothing is learned")
     parser.add_argument("--reason", default="", help="why (kept with the job; default: the command)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
@@ -33,7 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = project_settings(parse_set_options(args.set))
-    result = asyncio.run(ask_recrawl(settings, args.site, args.urls, args.failed, args.reason))
+    if args.discover and (args.urls or args.failed):
+        raise UsageError("--discover lists every page: give no URL and no --failed with it")
+    result = asyncio.run(ask_recrawl(settings, args.site, args.urls, args.failed, args.reason, args.discover))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

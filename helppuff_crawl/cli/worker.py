@@ -7,7 +7,8 @@ pulls one message at a time with the HTTP pull-consumer API (kb/crawl_queue.py: 
 the local cloud's), takes the job the message names (kb/jobs.py `take`: a job already handled, or held
 by a worker that is still beating, is left alone), and runs it as `helppuff crawl START_URL --site S`
 in a process of its own (the site's stored helppuff.json as --config; `--only URL` for each page a
-`urls` or `retry` job names), beating the job while it runs. Then:
+`urls` or `retry` job names; for a `discover` job, `helppuff discover --json`, whose pages it records for
+the owner's Set up: kb/discoveries.py), beating the job while it runs. Then:
 
 - the run is done: the job is handled by it, and the message acknowledged;
 - the crawl refused its input (exit status 2: a bad config, no deploy): the job is given up at once;
@@ -43,6 +44,7 @@ from helppuff_crawl.cli import one_line
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
 from helppuff_crawl.cloudflare.client import CloudflareError
 
+UNREACHED_HOME = ("failed", "blocked", "skipped", "gone")  # a discovery whose only page is the home page, unread
 QUEUE_TROUBLE_WAIT = 30.0  # seconds a long-running worker waits after the queue's API failed
 
 
@@ -174,21 +176,27 @@ class Worker:
         return Outcome(f"{label}: failed ({result}); tried again in {delay} s", failed=True)
 
     async def _target(self, kb: Any, site: str) -> tuple[str | None, dict[str, Any] | None]:
-        """The site's start URL (its latest run's) and stored helppuff.json."""
-        from helppuff_crawl.kb import runs, site_settings
+        """The site's start URL (its latest run's, else the one the owner gave when adding it from the
+        dashboard: kb/discoveries.py) and stored helppuff.json."""
+        from helppuff_crawl.kb import discoveries, runs, site_settings
         from helppuff_crawl.kb.schedule import site_schedule
 
         last = await runs.last_run(kb, site)
         stored = await site_settings.get_site_settings(kb, site)
-        return (last["start_url"] if last else None), site_schedule(stored["settings"] if stored else None)[1]
+        start = last["start_url"] if last else await discoveries.start_url(kb, site)
+        return start, site_schedule(stored["settings"] if stored else None)[1]
 
     async def crawl(self, kb: Any, job: Any) -> tuple[int, str | None, str]:
-        """Run the job's crawl in a process of its own, beating the job; (exit status, run id, result line)."""
+        """Run the job's crawl in a process of its own, beating the job; (exit status, run id, result line).
+        A discover job runs `helppuff discover --json` instead and records what it found (`discover`)."""
         start_url, config = await self._target(kb, job.site)
         if start_url is None:
             return 2, None, f"site {job.site} has never been crawled: start it with `helppuff crawl URL --site {job.site}`"
         helppuff = str(Path(sys.executable).parent / "helppuff")
-        command = [helppuff, "crawl", start_url, "--site", job.site]
+        discover = job.kind == "discover"
+        command = [helppuff, "discover" if discover else "crawl", start_url, "--site", job.site]
+        if discover:
+            command.append("--json")
         for option in self.set_options:
             command += ["-s", option]
         for url in job.urls:
@@ -219,6 +227,8 @@ class Worker:
             stdout, stderr = output.result()
             status = self.child.returncode or 0
             self.child = None
+        if discover:
+            return await self.discovered(kb, job.site, start_url, status, stdout, stderr)
         lines = stdout.decode("utf-8", "replace").strip().splitlines()
         errors = stderr.decode("utf-8", "replace").strip().splitlines()
         run_id = lines[0].split()[1].rstrip(":") if lines and lines[0].startswith("run ") else None
@@ -227,6 +237,30 @@ class Worker:
         else:
             result = (lines[0] if lines and lines[0].startswith("run ") else "") or (errors[-1] if errors else "no output")
         return status, run_id, result
+
+    async def discovered(self, kb: Any, site: str, start_url: str, status: int, stdout: bytes,
+                         stderr: bytes) -> tuple[int, str | None, str]:
+        """Record what `helppuff discover --json` found (kb/discoveries.py): its pages, or why there are
+        none; a discovery that found nothing is recorded and the job done (asking again is the owner's)."""
+        from helppuff_crawl.kb import discoveries
+
+        errors = stderr.decode("utf-8", "replace").strip().splitlines()
+        try:
+            found = json.loads(stdout.decode("utf-8", "replace")) if status in (0, 1) else None
+        except ValueError:
+            found = None
+        if self.stopping.is_set() and found is None:
+            return status or 1, None, "stopped"
+        pages = found.get("pages") if isinstance(found, dict) else None
+        unreached = bool(pages) and len(pages) == 1 and pages[0].get("status") in UNREACHED_HOME
+        if not pages or unreached:
+            why = (f"{start_url} could not be read: {pages[0].get('reason') or pages[0].get('status')}" if unreached
+                   else (errors[-1] if status == 2 and errors else "") or f"no pages found at {start_url}")
+            await discoveries.record(kb, site, start_url, [], why)
+            return 0, None, f"discovered nothing: {why}"
+        await discoveries.record(kb, site, start_url, pages)
+        ticked = sum(1 for page in pages if page.get("ticked"))
+        return 0, None, f"discovered {len(pages)} pages ({ticked} ticked)"
 
     @staticmethod
     async def _beat(kb: Any, request: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helppuff_crawl.kb import jobs, runs
+from helppuff_crawl.kb import discoveries, jobs, runs
 from helppuff_crawl.kb.crawl_queue import open_queue
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.web.urls import normalize_url, same_site, site_host
@@ -26,13 +26,20 @@ def on_site(urls: list[str], start_url: str) -> tuple[list[str], list[tuple[str,
     return list(dict.fromkeys(kept)), refused
 
 
-async def ask_recrawl(settings: Any, site: str, urls: list[str], failed: bool, reason: str) -> dict[str, Any]:
-    """Ask for the job; what was asked, as printed."""
+async def ask_recrawl(settings: Any, site: str, urls: list[str], failed: bool, reason: str,
+                      discover: bool = False) -> dict[str, Any]:
+    """Ask for the job; what was asked, as printed. `discover`: a discover job (the site's pages found and
+    listed for the owner's Set up, nothing learned), also for a site added from the dashboard."""
     async with KnowledgeBase.from_settings(settings) as kb:
         last = await runs.last_run(kb, site)
-        if last is None:
+        start = last["start_url"] if last else await discoveries.start_url(kb, site)
+        if start is None:
             raise ValueError(f"site {site} has never been crawled: crawl it first (`helppuff crawl URL --site {site}`)")
-        kept, refused = on_site(urls, last["start_url"])
+        if discover:
+            queue = await open_queue(kb, settings)
+            asked = await jobs.ask(kb, queue, site, "discover", [], reason or "helppuff recrawl --discover")
+            return _asked(site, asked, [])
+        kept, refused = on_site(urls, start)
         if urls and not kept:
             raise ValueError("; ".join(f"{url}: {why}" for url, why in refused) + ": no page of the site to recrawl")
         kind = "urls" if kept else "full"
@@ -44,6 +51,10 @@ async def ask_recrawl(settings: Any, site: str, urls: list[str], failed: bool, r
         queue = await open_queue(kb, settings)
         asked = await jobs.ask(kb, queue, site, kind, kept, reason or ("helppuff recrawl --failed" if failed
                                                                          else "helppuff recrawl"))
+    return _asked(site, asked, refused)
+
+
+def _asked(site: str, asked: jobs.Asked, refused: list[tuple[str, str]]) -> dict[str, Any]:
     job = asked.job
     return {"site": site, "queued": True, "request": job.request, "kind": job.kind, "urls": list(job.urls),
             "due": job.not_before, "asked": asked.asked, "sent": asked.sent, "send_error": asked.send_error,

@@ -83,12 +83,16 @@ export interface Outcome {
 
 const UNREADABLE: Outcome = { status: 503, body: { error: "the knowledge base cannot be read right now" } };
 
-/** The site's start URL (its last crawl's): the site known, else the 404 (never crawled) or 503 (D1 fails). */
+/**
+ * The site's start URL (its last crawl's, else the one the owner gave when adding it from the
+ * dashboard: site_discoveries): the site known, else the 404 (never crawled) or 503 (D1 fails).
+ */
 export async function siteStartUrl(db: SqlDatabase, site: string): Promise<{ startUrl: string } | Outcome> {
   let rows: Array<{ start_url: string | null }>;
   try {
     rows = await db.all<{ start_url: string | null }>(
-      "SELECT start_url FROM crawl_runs WHERE site = ? ORDER BY started_at DESC, id DESC LIMIT 1",
+      "SELECT coalesce((SELECT start_url FROM crawl_runs WHERE site = ?1 ORDER BY started_at DESC, id DESC LIMIT 1), " +
+        "(SELECT start_url FROM site_discoveries WHERE site = ?1)) AS start_url",
       [site],
     );
   } catch (error) {
@@ -100,10 +104,10 @@ export async function siteStartUrl(db: SqlDatabase, site: string): Promise<{ sta
   return { startUrl };
 }
 
-/** The sites crawled at least once, by name: 200 {sites: [name...]}; 503 when D1 fails. */
+/** The sites crawled at least once or added from the dashboard, by name: 200 {sites: [name...]}; 503 when D1 fails. */
 export async function listSites(db: SqlDatabase): Promise<Outcome> {
   try {
-    const rows = await db.all<{ site: string }>("SELECT site FROM crawl_runs GROUP BY site ORDER BY site", []);
+    const rows = await db.all<{ site: string }>("SELECT site FROM crawl_runs UNION SELECT site FROM site_discoveries ORDER BY site", []);
     return { status: 200, body: { sites: rows.map((row) => row.site) } };
   } catch (error) {
     logFailure("*", "D1 cannot be read", error);

@@ -53,13 +53,23 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "cache-control": "no-store",
 };
 
-/** A dashboard page: `title`, the navigation (when signed in), an optional notice, then `body`. */
-export function page(title: string, body: Html, nav: Html | null = null, notice: { text: string; error?: boolean } | null = null): string {
+/**
+ * A dashboard page: `title`, the navigation (when signed in), an optional notice, then `body`;
+ * `refresh`: seconds after which the browser loads it again (while something it shows is under way).
+ */
+export function page(
+  title: string,
+  body: Html,
+  nav: Html | null = null,
+  notice: { text: string; error?: boolean } | null = null,
+  refresh: number | null = null,
+): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+${refresh === null ? null : html`<meta http-equiv="refresh" content="${refresh}">`}
 <title>${title} · HelpPuff</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>
@@ -115,4 +125,12 @@ a:focus-visible, button:focus-visible, textarea:focus-visible, input:focus-visib
 .tabs { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; margin: 0 0 1rem; padding: 0; list-style: none; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 form.inline { display: inline; }
+fieldset { border: 0; margin: 0; padding: 0; }
+legend { font-weight: 600; margin-bottom: 0.5rem; }
+ol.picks { gap: 0.5rem; }
+ol.picks > li { display: flex; gap: 0.75rem; align-items: flex-start; padding: 0.75rem; }
+ol.picks input[type="checkbox"] { width: 1.5rem; height: 1.5rem; margin: 0.1rem 0 0; flex: none; }
+ol.picks .meta { margin: 0; }
+input[type="url"] { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; }
+input:focus-visible { outline: 3px solid #f2a900; outline-offset: 2px; }
 `;

@@ -9,6 +9,7 @@ import { type Html, html, page } from "./html";
 import type { Lead } from "./leads";
 
 export const SITE_PAGES = [
+  { path: "setup", label: "Set up" },
   { path: "questions", label: "Questions to answer" },
   { path: "leads", label: "Leads" },
 ] as const;
@@ -26,7 +27,7 @@ export function navigation(site: string | null, current: SitePage | null): Html 
     (entry) => html`<li><a href="/admin/sites/${site}/${entry.path}"${entry.path === current ? html` aria-current="page"` : null}>${entry.label}</a></li>`,
   );
   return html`<nav aria-label="Dashboard"><ul>
-${site === null ? null : html`<li><a href="/admin">Sites</a> · <strong>${site}</strong></li>`}
+${site === null ? null : html`<li><a href="/admin/sites">Sites</a> · <strong>${site}</strong></li>`}
 ${links}
 <li><form class="inline" method="post" action="/admin/logout"><button type="submit" class="link">Log out</button></form></li>
 </ul></nav>`;
@@ -46,12 +47,18 @@ export function loginPage(notice: Notice | null = null): string {
   );
 }
 
-export function sitesPage(sites: readonly string[]): string {
-  const body =
+export function sitesPage(sites: readonly string[], notice: Notice | null = null): string {
+  const listed =
     sites.length === 0
-      ? html`<p>No site has been crawled yet: crawl one first (<code>helppuff crawl URL</code>).</p>`
-      : html`<ul>${sites.map((site) => html`<li><a href="/admin/sites/${site}/questions">${site}</a></li>`)}</ul>`;
-  return page("Your sites", body, navigation(null, null));
+      ? html`<p>No site yet: add yours below.</p>`
+      : html`<ul>${sites.map((site) => html`<li><a href="/admin/sites/${site}/setup">${site}</a></li>`)}</ul>`;
+  const add = html`<form method="post" action="/admin/sites">
+<label for="url">Add a site: its address</label>
+<input id="url" name="url" type="url" inputmode="url" autocomplete="url" placeholder="https://acme.com.au" required aria-describedby="url-help">
+<p class="meta" id="url-help">Its pages are found first; you choose which the assistant learns from.</p>
+<div class="actions"><button type="submit">Add and find its pages</button></div>
+</form>`;
+  return page("Your sites", html`${listed}${add}`, navigation(null, null), notice);
 }
 
 export function messagePage(title: string, text: string, site: string | null = null, signedIn = true): string {
@@ -65,7 +72,10 @@ function tabs(base: string, states: ReadonlyArray<readonly [state: string, label
 }
 
 /** What each list page says: its intro, the tabs of its states, and what an empty list means. */
-const LISTS: Record<SitePage, { intro: string; tabs: ReadonlyArray<readonly [state: string, label: string]>; empty: (state: string) => string }> = {
+/** The pages that are a list of items with tabs of their states. */
+type ListPage = "questions" | "leads";
+
+const LISTS: Record<ListPage, { intro: string; tabs: ReadonlyArray<readonly [state: string, label: string]>; empty: (state: string) => string }> = {
   questions: {
     intro: "Questions visitors asked that the assistant could not answer, most asked first. An answer becomes one of your own answers; a dismissed question stays off this list when asked again.",
     tabs: [["open", "To answer"], ["dismissed", "Dismissed"], ["answered", "Answered"]],
@@ -79,7 +89,7 @@ const LISTS: Record<SitePage, { intro: string; tabs: ReadonlyArray<readonly [sta
 };
 
 /** A site's page that lists items: its intro, the tabs of its states, the items (or what none means). */
-function listPage(site: string, which: SitePage, state: string, items: Html[], notice: Notice | null): string {
+function listPage(site: string, which: ListPage, state: string, items: Html[], notice: Notice | null): string {
   const list = LISTS[which];
   const body = html`<p>${list.intro}</p>
 ${tabs(`/admin/sites/${site}/${which}`, list.tabs, state)}

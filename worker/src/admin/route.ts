@@ -11,11 +11,15 @@
  *   GET  /admin/sites/:site/leads[?state=open|done|all]   "Leads";
  *   POST /admin/sites/:site/leads/:id/done
  *   GET  /admin/style.css                                 the one stylesheet.
+ *   POST /admin/sites (form: url), GET /admin/sites/:site/setup, POST .../setup/(discover|learn)
+ *                                                         "Set up" (setup-route.ts)
  *
  * And the JSON API the same operations answer (owner.ts and leads.ts: the rules the CLI's
  * helppuff_crawl/kb/gaps.py and kb/leads.py keep too):
  *
  *   GET  /admin/api/sites                                 200 {sites}
+ *   POST /admin/api/sites {url}, GET /admin/api/sites/:site/setup, POST .../setup/(discover|learn)
+ *                                                         Set up's (setup-route.ts)
  *   GET  /admin/api/sites/:site/gaps[?state=open|answered|dismissed|all]   200 {site, state, gaps}
  *   POST /admin/api/sites/:site/gaps/:id/answer {text}    201 {answer, gap, searchable, job}; 409 answered already
  *   POST /admin/api/sites/:site/gaps/:id/dismiss          200 {gap, already}; 409 answered
@@ -27,16 +31,17 @@
  * the strict Content-Security-Policy (html.ts). 403 everywhere while the Worker has no OWNER_TOKEN.
  */
 import { type Env, backendsFromEnv, crawlQueueFromEnv, loginLimiterFromEnv } from "../bindings";
-import { MAX_BODY_BYTES, json, readBody } from "../http";
+import { MAX_BODY_BYTES, json } from "../http";
 import { type Gap, type Outcome, OWNER_TOKEN_SECRET, answerGap, dismissGap, listGaps, listSites, ownerToken, siteStartUrl } from "../owner";
 import type { CrawlQueue, SqlDatabase } from "../ports";
 import { SITE_NAME } from "../request";
-import { isObject } from "../settings";
+import { decode, fields } from "./form";
 import { SECURITY_HEADERS, STYLESHEET, htmlResponse, seeOther } from "./html";
 import { type Lead, listLeads, markLeadDone } from "./leads";
 import { type Notice, leadsPage, loginPage, messagePage, questionsPage, sitesPage } from "./pages";
 import { RETRY_AFTER_SECONDS } from "../guard";
 import { loginAllowed, newSession, rightToken, sameOrigin, sessionCookie, sessionFrom, validSession } from "./session";
+import { setupRoute } from "./setup-route";
 
 const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads))?$/u;
 const SITE_ACTION = /^\/admin\/sites\/([^/]+)\/(questions|leads)\/([^/]+)\/(answer|dismiss|done)$/u;
@@ -58,29 +63,6 @@ const NOTICES: Readonly<Record<string, string>> = {
 
 function apiJson(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return json(status, body, { ...SECURITY_HEADERS, ...headers });
-}
-
-function decode(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    return "";
-  }
-}
-
-/** The form or JSON body's fields, or null when it is over the size limit. */
-async function fields(request: Request): Promise<Record<string, unknown> | null> {
-  const raw = await readBody(request);
-  if (raw === null) return null;
-  if ((request.headers.get("content-type") ?? "").startsWith("application/json")) {
-    try {
-      const body: unknown = JSON.parse(raw);
-      return isObject(body) ? body : {};
-    } catch {
-      return {};
-    }
-  }
-  return Object.fromEntries(new URLSearchParams(raw));
 }
 
 async function login(request: Request, env: Env, token: string, now: Date): Promise<Response> {
@@ -136,6 +118,8 @@ export async function adminRoute(request: Request, env: Env): Promise<Response> 
     console.error("dashboard: the bindings cannot be used: %s", error instanceof Error ? error.message : String(error));
     return refuse(503, "the knowledge base cannot be reached right now");
   }
+  const setup = await setupRoute(request, path, deps, api);
+  if (setup !== null) return setup;
   return api ? apiRoute(request, path, deps) : pageRoute(request, url, path, deps);
 }
 
