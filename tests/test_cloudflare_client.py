@@ -565,3 +565,21 @@ async def _smoke() -> None:
 def test_canned_errors_are_cloudflare_shaped() -> None:
     body = json.loads(Canned(429, errors=[(3040, "busy")]).body())
     assert body == {"success": False, "errors": [{"code": 3040, "message": "busy"}], "messages": [], "result": None}
+
+
+@pytest_twisted.inlineCallbacks
+def test_worker_secrets_are_listed_by_name(fake: FakeCloudflare):  # type: ignore[no-untyped-def]
+    yield run_async(_worker_secrets(fake))
+
+
+async def _worker_secrets(fake: FakeCloudflare) -> None:
+    # https://developers.cloudflare.com/api/resources/workers/subresources/scripts/subresources/secrets/methods/list/
+    fake.on("GET", "/accounts/acc/workers/scripts/helppuff/secrets",
+            Canned(result=[{"name": "OWNER_TOKEN", "type": "secret_text"}, {"name": "OPENAI_API_KEY", "type": "secret_text"}]))
+    client = _client(fake)
+    assert await client.worker_secrets("helppuff") == [{"name": "OWNER_TOKEN", "type": "secret_text"},
+                                                       {"name": "OPENAI_API_KEY", "type": "secret_text"}]
+    request = _only(fake)
+    _by_sdk(request)
+    assert (request.method, request.path) == ("GET", f"{BASE}/workers/scripts/helppuff/secrets")
+    await client.aclose()

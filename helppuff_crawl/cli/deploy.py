@@ -4,7 +4,8 @@
    created, its UUID kept in the state file (`<data dir>/state.json`) that every other command reads;
    the migrations; the Vectorize index and its metadata index, before any vector is written.
 2. The Worker (helppuff_crawl/deploy/worker.py): a wrangler config with those ids, `wrangler deploy`,
-   then the Worker's URL and the widget's script tag. On the local cloud there is no account to deploy
+   then the Worker's URL and the widget's script tag, and a line for each Worker secret it needs and
+   lacks (OWNER_TOKEN, a provider's key: deploy/secrets_needed.py; names only, never values). On the local cloud there is no account to deploy
    to: `helppuff serve` runs the Worker here.
 
 `--dry-run` reads, prints the plan and builds the bundle (`wrangler deploy --dry-run --outdir`), touching
@@ -43,6 +44,7 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
         WorkerTarget,
         build_bundle,
         bundle_entry,
+        deploy_config,
         deploy_worker,
         widget_tag,
         write_deploy_config,
@@ -78,7 +80,27 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
     backend.state.record_worker(backend.account, {"url": url, "config": str(config)})
     report.update(worker_url=url, widget=widget_tag(url, site))
     report["lines"] += [f"  Worker deployed: {url}", f"  Widget: {report['widget']}"]
+    missing, lines = asyncio.run(_missing_secrets(settings, str(deploy_config(target)["name"])))
+    report["missing_secrets"] = missing
+    report["lines"] += lines
     return report
+
+
+async def _missing_secrets(settings: Any, script: str) -> tuple[list[str], list[str]]:
+    """The Worker secrets the deployed Worker needs and lacks (deploy/secrets_needed.py), and their lines."""
+    from helppuff_crawl.cloudflare.client import CloudflareError
+    from helppuff_crawl.deploy.secrets_needed import missing_secret_lines, needed_secrets, secret_names
+    from helppuff_crawl.kb.database import KnowledgeBase
+    from helppuff_crawl.kb.site_settings import all_site_settings
+
+    async with KnowledgeBase.from_settings(settings) as kb:
+        needed = needed_secrets(await all_site_settings(kb))
+        try:
+            present = secret_names(await kb.client.worker_secrets(script))
+        except CloudflareError as exc:
+            return [], [f"  Secrets: not checked ({exc}); needed: {', '.join(needed)}"]
+    lines = missing_secret_lines(needed, present)
+    return [line.split()[1] for line in lines], lines or [f"  Secrets: the Worker has each it needs ({', '.join(needed)})"]
 
 
 def run(args: argparse.Namespace) -> int:

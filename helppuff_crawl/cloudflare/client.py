@@ -697,6 +697,17 @@ class CloudflareClient:
         """Embed up to 100 texts with one call; one vector per text, in order."""
         return (await self.ai_embed(model, texts, field=field)).vectors
 
+    # --- Workers (through the SDK): the deployed Worker's secrets, by name ----------------
+
+    async def worker_secrets(self, script_name: str) -> list[dict[str, Any]]:
+        """The deployed Worker's secrets ({"name", "type"}; Cloudflare never returns their values)."""
+
+        async def every() -> list[Any]:
+            return [secret async for secret in self.sdk.workers.scripts.secrets.list(
+                script_name, account_id=self.account_id)]
+
+        return [_plain(secret) for secret in await self._sdk_call(f"Worker {script_name}'s secrets", every)]
+
     # --- Queues (through the SDK): a producer and an HTTP pull consumer -------------------
 
     async def queues_list(self) -> list[dict[str, Any]]:
