@@ -14,7 +14,8 @@ export default defineConfig(async () => {
   // (helppuff_crawl/config/helppuff_json.py and src/settings.ts), and the contract's files
   // (src/contract.ts imports models.json and knowledge.json; the tests compare it with these
   // copies, and gapKey with gap-keys.json's cases), and the cases of crawl jobs' merge and of the
-  // schedule (kb/jobs.py and src/jobs.ts, kb/schedule.py and src/schedule.ts).
+  // schedule (kb/jobs.py and src/jobs.ts, kb/schedule.py and src/schedule.ts), and of an own answer's
+  // rules (kb/answers.py and src/answers.ts).
   const schemaDir = path.join(import.meta.dirname, "..", "helppuff_crawl", "schema");
   const readJson = async (name: string) => JSON.parse(await readFile(path.join(schemaDir, name), "utf8"));
   const bindings = {
@@ -26,6 +27,7 @@ export default defineConfig(async () => {
     TEST_GAP_KEYS: await readJson("gap-keys.json"),
     TEST_CRAWL_JOB_CASES: await readJson("crawl_jobs_cases.json"),
     TEST_SCHEDULE_CASES: await readJson("schedule_cases.json"),
+    TEST_OWN_ANSWER_CASES: await readJson("own_answer_cases.json"),
   };
   return {
     plugins: [

@@ -5,6 +5,13 @@ Markdown text, kept in D1 `own_answers` and learned as one page of passages at
 `helppuff://answers/<id>` (the contract's answers URL), searchable as soon as it is added. A crawl
 rebuilds them (only what changed is embedded again), so they follow a change of embedding model like
 the pages do. Answering a knowledge gap (gaps.py) adds one titled with the question.
+
+The owner's dashboard (worker/src/answers.ts) adds, edits and removes them in D1 and asks for a crawl
+job; the crawl's rebuild (`write_own_answers`, kb/after_crawl.py step 3) then learns each answer as
+it is now, drops the passages of answers no longer there, and stamps each answer's chunks with the
+`updated_at` of the version they were learned from, which is how the dashboard tells whether the
+latest version is searchable. The rules of an answer (check_answer) are the Worker's too: their
+cases are schema/own_answer_cases.json.
 """
 
 from __future__ import annotations
@@ -52,10 +59,17 @@ def check_answer(title: str, text: str) -> tuple[str, str]:
 
 
 async def write_answer_passage(writer: KnowledgeWriter, embed: EmbedFn, site: str, answer: dict[str, Any]) -> int:
-    """(Re)write one own answer's passages; only chunks whose text changed are embedded. Returns chunks."""
-    passages = Passages(site, answer_url(answer["id"]), answer["title"], ANSWER_CATEGORY,
-                        answer_markdown(answer["title"], answer["text"]))
-    return await learn(writer, embed, passages, unless_stored=True)
+    """(Re)write one own answer's passages; only chunks whose text changed are embedded. Returns chunks.
+
+    With the answer's `updated_at`, its chunks are stamped with it (also when none was written again:
+    an answer edited back to an earlier text), so they say which version of the answer they hold."""
+    url = answer_url(answer["id"])
+    passages = Passages(site, url, answer["title"], ANSWER_CATEGORY, answer_markdown(answer["title"], answer["text"]))
+    chunks = await learn(writer, embed, passages, unless_stored=True)
+    if answer.get("updated_at"):
+        await writer.kb.query("UPDATE chunks SET updated_at = ? WHERE site = ? AND url = ?",
+                              [answer["updated_at"], site, url])
+    return chunks
 
 
 async def list_answers(kb: KnowledgeBase, site: str) -> list[dict[str, Any]]:
@@ -67,8 +81,8 @@ async def add_answer(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn,
                      title: str, text: str) -> str:
     """Store an own answer and make it searchable; returns its id."""
     title, text = check_answer(title, text)
-    answer = {"id": secrets.token_hex(4), "title": title, "text": text}
     now = iso(utc_now())
+    answer = {"id": secrets.token_hex(4), "title": title, "text": text, "updated_at": now}
     await ensure_index(writer)
     await claim_site(writer, site)
     await kb.query("INSERT INTO own_answers (id, site, title, text, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -96,8 +110,16 @@ async def remove_answer(kb: KnowledgeBase, writer: KnowledgeWriter, site: str, a
 
 
 async def write_own_answers(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn, site: str) -> int:
-    """Rewrite every own answer of the site (after a crawl: a new model re-embeds them); returns chunks."""
+    """Rewrite every own answer of the site (after a crawl: a new model re-embeds them, an edited one is
+    learned as it is now) and take out the passages of answers removed since; returns chunks."""
     total = 0
-    for answer in await list_answers(kb, site):
+    answers = await list_answers(kb, site)
+    for answer in answers:
         total += await write_answer_passage(writer, embed, site, answer)
+    kept = {answer_url(answer["id"]) for answer in answers}
+    learned = await kb.query("SELECT DISTINCT url FROM chunks WHERE site = ? AND substr(url, 1, ?) = ?",
+                             [site, len(ANSWERS_URL), ANSWERS_URL])
+    for row in learned:
+        if row["url"] not in kept:
+            await writer.remove_page(site, row["url"])
     return total

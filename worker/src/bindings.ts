@@ -125,5 +125,9 @@ function d1Database(db: D1Database): SqlDatabase {
       const result = await db.prepare(sql).bind(...params).all<T>();
       return result.results;
     },
+    async batch(statements: ReadonlyArray<readonly [string, readonly unknown[]]>): Promise<unknown[][]> {
+      const results = await db.batch(statements.map(([sql, params]) => db.prepare(sql).bind(...params)));
+      return results.map((result) => result.results);
+    },
   };
 }

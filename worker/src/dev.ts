@@ -6,7 +6,8 @@
  * and HELPPUFF_LOCAL_CLOUD_TOKEN (its bearer token). Then `backendsFromEnv` (bindings.ts) builds the
  * ports here instead of wrapping bindings, so the Worker answers from what the local crawl wrote:
  *
- *   SqlDatabase  POST {url}/client/v4/accounts/local/d1/database/{database}/query  {sql, params}
+ *   SqlDatabase  POST {url}/client/v4/accounts/local/d1/database/{database}/query  {sql, params}, or
+ *                {batch: [{sql, params}...]} for a batch (one transaction)
  *   VectorIndex  POST {url}/client/v4/accounts/local/vectorize/v2/indexes/{index}/query
  *                {vector, topK, namespace?, returnMetadata?}
  *   AiRunner     POST {url}/client/v4/accounts/local/ai/run/{model}  (the model's "/" kept as they are)
@@ -172,6 +173,17 @@ function localD1(config: LocalCloudConfig, call: ApiCall): SqlDatabase {
       }
       const last = result[result.length - 1] as { results?: unknown } | undefined;
       return Array.isArray(last?.results) ? (last.results as T[]) : [];
+    },
+    async batch(statements: ReadonlyArray<readonly [string, readonly unknown[]]>): Promise<unknown[][]> {
+      const batch = statements.map(([sql, params]) => ({ sql, params: params.map(d1Param) }));
+      const result = await call(`D1 database ${config.database}`, path, { batch });
+      if (!Array.isArray(result)) {
+        throw new Error(`D1 database ${config.database}: the answer has no result list`);
+      }
+      return result.map((item) => {
+        const rows = (item as { results?: unknown } | null)?.results;
+        return Array.isArray(rows) ? (rows as unknown[]) : [];
+      });
     },
   };
 }

@@ -10,8 +10,9 @@
  *   POST /v1/sites/:site/knowledge/gaps/:id/answer  {text}
  *     201 {answer: {id, title, text, url}, gap: {id, state: "answered", answerId}, searchable, job}
  *     the text becomes one of the owner's own answers (D1 own_answers), titled with the question
- *     (the rules of helppuff_crawl/kb/answers.py check_answer: a title of at most 200 characters,
- *     a text of at most 8,000), and the gap is answered with its id. 409 when it already is.
+ *     (the rules of helppuff_crawl/kb/answers.py check_answer, answers.ts checkAnswer: a title of at
+ *     most 200 characters, a text of at most 8,000), and the gap is answered with its id. 409 when
+ *     it already is.
  *
  * Searchable: the Worker does not chunk or embed (kb/learn.py does, with the site's embedding
  * model). The answer is learned by the crawler: the route asks for a crawl job of the site's start
@@ -28,6 +29,7 @@
  * site never crawled or a gap it does not have; 400 for a bad body or state; 405 for other
  * methods; 503 when D1 fails.
  */
+import { MAX_TITLE_CHARS, checkText, checkTitle } from "./answers";
 import { type Env, backendsFromEnv, crawlQueueFromEnv, ownerApiLimiterFromEnv } from "./bindings";
 import { gapKey } from "./chat/gaps";
 import { ANSWERS_URL_PREFIX } from "./contract";
@@ -40,8 +42,7 @@ import { SITE_NAME } from "./request";
 import { isObject } from "./settings";
 
 export const OWNER_TOKEN_SECRET = "OWNER_TOKEN";
-export const MAX_TITLE_CHARS = 200;
-export const MAX_TEXT_CHARS = 8000;
+export { MAX_TEXT_CHARS, MAX_TITLE_CHARS } from "./answers";
 const STATES = ["open", "answered", "dismissed", "all"] as const;
 
 export const GAPS_PATH = /^\/v1\/sites\/([^/]+)\/knowledge\/gaps\/?$/u;
@@ -201,16 +202,17 @@ function alreadyAnswered(gap: GapRow): Outcome {
  * (already answered: only one answer wins a race, the other is told), 503.
  */
 export async function answerGap(deps: Pick<OwnerDeps, "db" | "queue" | "now">, site: string, startUrl: string, gapId: string, given: unknown): Promise<Outcome> {
-  if (typeof given !== "string" || given.trim() === "") return { status: 400, body: { error: "text: the answer is empty" } };
-  const text = given.trim();
-  if (text.length > MAX_TEXT_CHARS) return { status: 400, body: { error: `text: at most ${MAX_TEXT_CHARS} characters, got ${text.length}` } };
+  const checked = checkText(given);
+  if ("error" in checked) return { status: 400, body: { error: checked.error } };
+  const text = checked.text;
 
   const now = iso(deps.now);
   const gap = await readGap(deps.db, site, gapId);
   if (gap === undefined || "status" in gap) return gap ?? UNREADABLE;
   if (gap.state === "answered") return alreadyAnswered(gap);
-  const title = gap.question.replace(/\s+/gu, " ").trim();
-  if (title.length > MAX_TITLE_CHARS || gapKey(title) === "") {
+  const checkedTitle = checkTitle(gap.question);
+  const title = "title" in checkedTitle ? checkedTitle.title : "";
+  if (title === "" || gapKey(title) === "") {
     return { status: 400, body: { error: `the question is not a title an own answer can have (at most ${MAX_TITLE_CHARS} characters); answer it with helppuff knowledge add` } };
   }
   const answerId = newId();

@@ -2,7 +2,8 @@
  * The small ports everything but the edge sees: what retrieval, the chat and the routes call
  * instead of the Worker's bindings.
  *
- *   SqlDatabase  rows for a statement with positional `?` parameters (D1)
+ *   SqlDatabase  rows for a statement with positional `?` parameters (D1); `batch`: statements
+ *                in one transaction (D1's batch)
  *   VectorIndex  a Vectorize v2 query, with VectorQueryOptions and VectorMatch
  *   AiRunner     a Workers AI `run(model, inputs)`
  *   RateLimiter  a rate-limiting binding's `limit({key})` (the chat's two limiters)
@@ -40,6 +41,8 @@ export interface AiRunner {
 /** Statements with positional `?` parameters; `all` returns the result rows. */
 export interface SqlDatabase {
   all<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
+  /** The statements in one transaction, all or nothing; each one's rows. Both real ports have it. */
+  batch?(statements: ReadonlyArray<readonly [sql: string, params: readonly unknown[]]>): Promise<unknown[][]>;
 }
 
 /** The slice of a rate-limiting binding (wrangler.jsonc "ratelimits") the chat uses. */

@@ -71,6 +71,14 @@ interface ScheduleCasesJson {
   site_schedule: Array<{ text: string | null; schedule: string }>;
 }
 
+/** helppuff_crawl/schema/own_answer_cases.json: a value is a string or {repeat, times, around?}. */
+type CaseText = string | { repeat: string; times: number; around?: string };
+interface OwnAnswerCasesJson {
+  about: string;
+  limits: { titleChars: number; textChars: number };
+  cases: Array<{ name: string; title: CaseText; text: CaseText; expect?: { title: CaseText; text: CaseText }; error?: string }>;
+}
+
 declare global {
   namespace Cloudflare {
     interface GlobalProps {
@@ -86,6 +94,7 @@ declare global {
       TEST_GAP_KEYS: { about: string; cases: Array<{ question: string; key: string }> };
       TEST_CRAWL_JOB_CASES: CrawlJobCasesJson;
       TEST_SCHEDULE_CASES: ScheduleCasesJson;
+      TEST_OWN_ANSWER_CASES: OwnAnswerCasesJson;
     }
   }
 }

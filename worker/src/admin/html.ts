@@ -113,7 +113,7 @@ ol.items > li { background: #fff; border: 1px solid var(--line); border-radius: 
 .meta { color: var(--muted); font-size: 0.875rem; margin: 0 0 0.75rem; }
 .excerpt { white-space: pre-wrap; background: #f2f3f5; padding: 0.5rem; border-radius: 4px; font-size: 0.875rem; }
 label { display: block; font-weight: 600; margin-bottom: 0.25rem; }
-textarea, input[type="password"] { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; }
+textarea, input[type="password"], input[type="text"] { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; }
 textarea { min-height: 5rem; }
 .actions { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 0.5rem; }
 button { font: inherit; padding: 0.5rem 1rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; min-height: 2.75rem; }

@@ -12,6 +12,7 @@ export const SITE_PAGES = [
   { path: "setup", label: "Set up" },
   { path: "questions", label: "Questions to answer" },
   { path: "leads", label: "Leads" },
+  { path: "answers", label: "Your own answers" },
 ] as const;
 
 export type SitePage = (typeof SITE_PAGES)[number]["path"];
@@ -73,9 +74,9 @@ function tabs(base: string, states: ReadonlyArray<readonly [state: string, label
 
 /** What each list page says: its intro, the tabs of its states, and what an empty list means. */
 /** The pages that are a list of items with tabs of their states. */
-type ListPage = "questions" | "leads";
+type ListPage = "questions" | "leads" | "answers";
 
-const LISTS: Record<ListPage, { intro: string; tabs: ReadonlyArray<readonly [state: string, label: string]>; empty: (state: string) => string }> = {
+export const LISTS: Record<ListPage, { intro: string; tabs: ReadonlyArray<readonly [state: string, label: string]>; empty: (state: string) => string }> = {
   questions: {
     intro: "Questions visitors asked that the assistant could not answer, most asked first. An answer becomes one of your own answers; a dismissed question stays off this list when asked again.",
     tabs: [["open", "To answer"], ["dismissed", "Dismissed"], ["answered", "Answered"]],
@@ -85,6 +86,11 @@ const LISTS: Record<ListPage, { intro: string; tabs: ReadonlyArray<readonly [sta
     intro: "Visitors who asked to be called back, newest first.",
     tabs: [["open", "To call back"], ["done", "Done"], ["all", "All"]],
     empty: () => "None.",
+  },
+  answers: {
+    intro: "What you want the assistant to say about things your pages do not say well (parking, warranty terms, the suburbs you serve). Each is searchable once the crawl worker has learned it; each says whether it is.",
+    tabs: [],
+    empty: () => "No own answers yet: add one above, or answer one of the questions to answer.",
   },
 };
 

@@ -10,6 +10,8 @@
  *   POST /admin/sites/:site/questions/:id/answer (form: text), .../:id/dismiss
  *   GET  /admin/sites/:site/leads[?state=open|done|all]   "Leads";
  *   POST /admin/sites/:site/leads/:id/done
+ *   GET  /admin/sites/:site/answers                       "Your own answers" (admin/answers.ts);
+ *   POST /admin/sites/:site/answers (form: title, text), .../answers/:id/edit, .../answers/:id/remove
  *   GET  /admin/style.css                                 the one stylesheet.
  *   POST /admin/sites (form: url), GET /admin/sites/:site/setup, POST .../setup/(discover|learn)
  *                                                         "Set up" (setup-route.ts)
@@ -25,6 +27,8 @@
  *   POST /admin/api/sites/:site/gaps/:id/dismiss          200 {gap, already}; 409 answered
  *   GET  /admin/api/sites/:site/leads[?state=open|done|all]   200 {site, state, leads}
  *   POST /admin/api/sites/:site/leads/:id/done            200 {lead, already}
+ *   GET  /admin/api/sites/:site/answers, POST .../answers, .../answers/:id, .../answers/:id/remove
+ *        the own answers (answers.ts: 200 {site, answers}, 201 {answer}, 200 {answer}, 200 {removed})
  *
  * All of it behind the session cookie (the API answers 401 without it, a page sends to the login),
  * every POST refused (403) unless it comes from the dashboard's own origin, and every response with
@@ -37,15 +41,16 @@ import type { CrawlQueue, SqlDatabase } from "../ports";
 import { SITE_NAME } from "../request";
 import { decode, fields } from "./form";
 import { SECURITY_HEADERS, STYLESHEET, htmlResponse, seeOther } from "./html";
+import { answersApi, answersPage } from "./answers";
 import { type Lead, listLeads, markLeadDone } from "./leads";
 import { type Notice, leadsPage, loginPage, messagePage, questionsPage, sitesPage } from "./pages";
 import { RETRY_AFTER_SECONDS } from "../guard";
 import { loginAllowed, newSession, rightToken, sameOrigin, sessionCookie, sessionFrom, validSession } from "./session";
 import { setupRoute } from "./setup-route";
 
-const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads))?$/u;
-const SITE_ACTION = /^\/admin\/sites\/([^/]+)\/(questions|leads)\/([^/]+)\/(answer|dismiss|done)$/u;
-const API_SITE = /^\/admin\/api\/sites\/([^/]+)\/(gaps|leads)(?:\/([^/]+)\/(answer|dismiss|done))?$/u;
+const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads|answers))?$/u;
+const SITE_ACTION = /^\/admin\/sites\/([^/]+)\/(questions|leads|answers)\/([^/]+)\/(answer|dismiss|done|edit|remove)$/u;
+const API_SITE = /^\/admin\/api\/sites\/([^/]+)\/(gaps|leads|answers)(?:\/([^/]+)(?:\/(answer|dismiss|done|remove))?)?$/u;
 
 interface Deps {
   db: SqlDatabase;
@@ -55,7 +60,7 @@ interface Deps {
 
 /** What a page says after a form's POST (303 here with ?notice=...): fixed texts, nothing from the request. */
 const NOTICES: Readonly<Record<string, string>> = {
-  answered: "Saved as one of your own answers. The assistant uses it once the crawler has learned it (a crawl job was asked for).",
+  answered: "Saved as one of your own answers. The assistant uses it once the crawler has learned it (a crawl job was asked for): Your own answers shows when it is.",
   dismissed: "Dismissed: the question stays off the list when it is asked again.",
   done: "Marked done.",
   "already-done": "That lead was already marked done.",
@@ -134,6 +139,7 @@ async function apiRoute(request: Request, path: string, deps: Deps): Promise<Res
   if (!SITE_NAME.test(site)) return apiJson(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
   const known = await siteStartUrl(deps.db, site);
   if (!("startUrl" in known)) return send(known);
+  if (what === "answers") return answersApi(request.method, site, known.startUrl, encodedId === undefined ? null : decode(encodedId), action ?? null, get ? {} : await fields(request), deps);
   const state = new URL(request.url).searchParams.get("state") ?? "open";
   if (encodedId === undefined) {
     if (!get) return apiJson(405, { error: "use GET" }, { allow: "GET" });
@@ -182,6 +188,9 @@ async function pageRoute(request: Request, url: URL, path: string, deps: Deps): 
   const asked = url.searchParams.get("notice") ?? "";
   const notice = Object.hasOwn(NOTICES, asked) ? NOTICES[asked] : undefined; // not "constructor" and the like
   const shown = notice === undefined ? null : { text: notice };
+  if (which === "answers") {
+    return answersPage(request.method, url, site, known.startUrl, view !== null ? null : decode(match[3] ?? ""), match[4] ?? null, get ? {} : await fields(request), deps);
+  }
 
   if (view !== null) {
     if (!get) return htmlResponse(405, messagePage("Not allowed", "use GET", site), { allow: "GET" });
@@ -198,7 +207,7 @@ async function pageRoute(request: Request, url: URL, path: string, deps: Deps): 
     if (marked.status !== 200) return leadsResponse(site, "open", deps, { text: String(marked.body["error"]), error: true }, marked.status);
     return seeOther(`/admin/sites/${site}/leads?notice=${marked.body["already"] ? "already-done" : "done"}`);
   }
-  if (verb === "done") return htmlResponse(404, messagePage("Not found", `There is no page at ${path}.`, site));
+  if (verb !== "answer" && verb !== "dismiss") return htmlResponse(404, messagePage("Not found", `There is no page at ${path}.`, site));
   let outcome: Outcome;
   let text = "";
   if (verb === "dismiss") {
