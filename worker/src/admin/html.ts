@@ -53,8 +53,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "cache-control": "no-store",
 };
 
-/** A dashboard page: `title`, the navigation (when signed in), an optional notice, then `body`. */
-export function page(title: string, body: Html, nav: Html | null = null, notice: { text: string; error?: boolean } | null = null): string {
+/** A dashboard page: `title`, the navigation (when signed in), an optional notice, then `body`; `head`: more of its head. */
+export function page(title: string, body: Html, nav: Html | null = null, notice: { text: string; error?: boolean } | null = null, head: Html | null = null): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -62,7 +62,7 @@ export function page(title: string, body: Html, nav: Html | null = null, notice:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · HelpPuff</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
-</head>
+${head}</head>
 <body>
 <header><p class="brand">HelpPuff</p>${nav}</header>
 <main id="main">

@@ -11,6 +11,7 @@ import type { Lead } from "./leads";
 export const SITE_PAGES = [
   { path: "questions", label: "Questions to answer" },
   { path: "leads", label: "Leads" },
+  { path: "knowledge", label: "Knowledge" },
 ] as const;
 
 export type SitePage = (typeof SITE_PAGES)[number]["path"];
@@ -58,14 +59,14 @@ export function messagePage(title: string, text: string, site: string | null = n
   return page(title, html`<p>${text}</p>`, signedIn ? navigation(site, null) : null);
 }
 
-function tabs(base: string, states: ReadonlyArray<readonly [state: string, label: string]>, current: string): Html {
+export function tabs(base: string, states: ReadonlyArray<readonly [state: string, label: string]>, current: string): Html {
   return html`<ul class="tabs" aria-label="Show">${states.map(([state, label]) =>
     html`<li><a href="${base}?state=${state}"${state === current ? html` aria-current="page"` : null}>${label}</a></li>`,
   )}</ul>`;
 }
 
 /** What each list page says: its intro, the tabs of its states, and what an empty list means. */
-const LISTS: Record<SitePage, { intro: string; tabs: ReadonlyArray<readonly [state: string, label: string]>; empty: (state: string) => string }> = {
+export const LISTS: Record<SitePage, { intro: string; tabs: ReadonlyArray<readonly [state: string, label: string]>; empty: (state: string) => string }> = {
   questions: {
     intro: "Questions visitors asked that the assistant could not answer, most asked first. An answer becomes one of your own answers; a dismissed question stays off this list when asked again.",
     tabs: [["open", "To answer"], ["dismissed", "Dismissed"], ["answered", "Answered"]],
@@ -75,6 +76,11 @@ const LISTS: Record<SitePage, { intro: string; tabs: ReadonlyArray<readonly [sta
     intro: "Visitors who asked to be called back, newest first.",
     tabs: [["open", "To call back"], ["done", "Done"], ["all", "All"]],
     empty: () => "None.",
+  },
+  knowledge: {
+    intro: "Every page the crawler found, by address: what it learned from each, and why a page was not learned.",
+    tabs: [["all", "All"], ["failed", "Failed"], ["learned", "Learned"], ["not-learned", "Not learned"]],
+    empty: (state) => (state === "failed" ? "No page failed." : "None."),
   },
 };
 

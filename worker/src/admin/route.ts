@@ -10,6 +10,8 @@
  *   POST /admin/sites/:site/questions/:id/answer (form: text), .../:id/dismiss
  *   GET  /admin/sites/:site/leads[?state=open|done|all]   "Leads";
  *   POST /admin/sites/:site/leads/:id/done
+ *   GET  /admin/sites/:site/knowledge[?state=...]         "Knowledge" (knowledge-page.ts);
+ *   POST /admin/sites/:site/knowledge/pages/retry (form: url), .../knowledge/failed/retry
  *   GET  /admin/style.css                                 the one stylesheet.
  *
  * And the JSON API the same operations answer (owner.ts and leads.ts: the rules the CLI's
@@ -21,6 +23,8 @@
  *   POST /admin/api/sites/:site/gaps/:id/dismiss          200 {gap, already}; 409 answered
  *   GET  /admin/api/sites/:site/leads[?state=open|done|all]   200 {site, state, leads}
  *   POST /admin/api/sites/:site/leads/:id/done            200 {lead, already}
+ *   GET  /admin/api/sites/:site/knowledge, .../pages[?status=...]; POST .../pages/retry {url}, .../retry
+ *                                                         (knowledge.ts)
  *
  * All of it behind the session cookie (the API answers 401 without it, a page sends to the login),
  * every POST refused (403) unless it comes from the dashboard's own origin, and every response with
@@ -33,14 +37,16 @@ import type { CrawlQueue, SqlDatabase } from "../ports";
 import { SITE_NAME } from "../request";
 import { isObject } from "../settings";
 import { SECURITY_HEADERS, STYLESHEET, htmlResponse, seeOther } from "./html";
+import { knowledgeApi } from "./knowledge";
+import { knowledgeAction, knowledgeNotice, knowledgeResponse } from "./knowledge-page";
 import { type Lead, listLeads, markLeadDone } from "./leads";
 import { type Notice, leadsPage, loginPage, messagePage, questionsPage, sitesPage } from "./pages";
 import { RETRY_AFTER_SECONDS } from "../guard";
 import { loginAllowed, newSession, rightToken, sameOrigin, sessionCookie, sessionFrom, validSession } from "./session";
 
-const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads))?$/u;
-const SITE_ACTION = /^\/admin\/sites\/([^/]+)\/(questions|leads)\/([^/]+)\/(answer|dismiss|done)$/u;
-const API_SITE = /^\/admin\/api\/sites\/([^/]+)\/(gaps|leads)(?:\/([^/]+)\/(answer|dismiss|done))?$/u;
+const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads|knowledge))?$/u;
+const SITE_ACTION = /^\/admin\/sites\/([^/]+)\/(questions|leads|knowledge)\/([^/]+)\/(answer|dismiss|done|retry)$/u;
+const API_SITE = /^\/admin\/api\/sites\/([^/]+)\/(gaps|leads|knowledge|pages\/retry|pages|retry)(?:\/([^/]+)\/(answer|dismiss|done))?$/u;
 
 interface Deps {
   db: SqlDatabase;
@@ -150,6 +156,12 @@ async function apiRoute(request: Request, path: string, deps: Deps): Promise<Res
   if (!SITE_NAME.test(site)) return apiJson(400, { error: "site must be lower-case letters, digits and hyphens (at most 63)" });
   const known = await siteStartUrl(deps.db, site);
   if (!("startUrl" in known)) return send(known);
+  if (["knowledge", "pages", "pages/retry", "retry"].includes(what)) {
+    if (encodedId !== undefined) return apiJson(404, { error: `no route for ${path}` });
+    const query = new URL(request.url).searchParams;
+    const { allow, ...outcome } = await knowledgeApi(deps, site, what, get, query, () => fields(request));
+    return apiJson(outcome.status, outcome.body, allow === undefined ? {} : { allow });
+  }
   const state = new URL(request.url).searchParams.get("state") ?? "open";
   if (encodedId === undefined) {
     if (!get) return apiJson(405, { error: "use GET" }, { allow: "GET" });
@@ -201,12 +213,14 @@ async function pageRoute(request: Request, url: URL, path: string, deps: Deps): 
   if (view !== null) {
     if (!get) return htmlResponse(405, messagePage("Not allowed", "use GET", site), { allow: "GET" });
     if (which === "") return seeOther(`/admin/sites/${site}/questions`);
+    if (which === "knowledge") return knowledgeResponse(site, url.searchParams.get("state"), deps, knowledgeNotice(url.searchParams.get("notice")));
     const state = url.searchParams.get("state") ?? "open";
     return which === "questions" ? questionsResponse(site, state, deps, shown) : leadsResponse(site, state, deps, shown);
   }
   if (get) return htmlResponse(405, messagePage("Not allowed", "use the page's buttons (POST)", site), { allow: "POST" });
   const id = decode(match[3] ?? "");
   const verb = match[4] ?? "";
+  if (which === "knowledge") return verb === "retry" ? knowledgeAction(site, id, deps, () => fields(request)) : htmlResponse(404, messagePage("Not found", `There is no page at ${path}.`, site));
   if (which === "leads") {
     if (verb !== "done") return htmlResponse(404, messagePage("Not found", `There is no page at ${path}.`, site));
     const marked = await markLeadDone(deps.db, site, id, deps.now);
