@@ -2,7 +2,7 @@
  * The dashboard's "Knowledge" page and its JSON API (src/admin/knowledge.ts, knowledge-page.ts)
  * through the Worker's entry point, on Miniflare's real local D1 with the migrations, the crawl
  * queue being FakeCrawlQueue: the last crawls and the pages from the rows inserted, the page
- * reloading itself only while a crawl runs or a job waits, crawled text (a title, a reason, a
+ * reloading itself only while a crawl runs or a job runs or is due, crawled text (a title, a reason, a
  * self-check miss) shown as text, "Try again" asking a "urls" job of that one page (the queue gets
  * its message), "Try N failed pages again" asking the retry job the /v1 route asks, a URL not of
  * the site refused, the filters and the cap, the self-check, today's usage against the budget, and
@@ -13,6 +13,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { newSession } from "../src/admin/session";
 import { type Env, backendsFromEnv, crawlQueueFromEnv } from "../src/bindings";
 import worker from "../src/index";
+import { askForJob } from "../src/jobs";
 import { retryFailed } from "../src/recrawl";
 import { utcDay } from "../src/usage";
 import { type Sent, adminRequest } from "./admin-client";
@@ -161,6 +162,12 @@ describe("the Knowledge page", () => {
     expect((await api(`${API}/knowledge`)).body["jobs"]).toMatchObject([{ state: "running", kind: "urls", takenBy: "crawler-1:4242", sent: true }]);
     await env.DB.prepare("UPDATE crawl_requests SET handled_at = '2026-11-30T12:05:00Z'").run();
     expect((await send(PAGE)).text).not.toContain('http-equiv="refresh"');
+    // A retry due in 15 minutes waits too, but is no reason to reload every few seconds yet.
+    const later = await askForJob(backendsFromEnv(workerEnv).db, null, SITE, "retry", ["https://acme.com.au/slow"], "retry after the crawl", 900, new Date());
+    const due = await send(PAGE);
+    expect(due.text).toContain(`Due at ${later.job.notBefore}.`);
+    expect(due.text).toContain("the failed pages again (1 page)");
+    expect(due.text).not.toContain('http-equiv="refresh"');
   });
 
   it("shows a crawled title, a page's reason and a self-check miss as text, never markup", async () => {

@@ -4,8 +4,8 @@
  *   GET  /admin/sites/:site/knowledge[?state=all|failed|learned|not-learned]
  *     the site's crawl jobs (running, or waiting for a crawl worker since when), its last crawls,
  *     the self-check, today's usage against the daily budget, and its pages under the tab chosen.
- *     While a crawl runs or a job waits, the page reloads itself every REFRESH_SECONDS (a meta
- *     refresh: the CSP allows no script).
+ *     While a crawl runs or a job runs or waits (and is due), the page reloads itself every
+ *     REFRESH_SECONDS (a meta refresh: the CSP allows no script).
  *   POST /admin/sites/:site/knowledge/pages/retry (form: url, state)   "Try again": a crawl job of that page
  *   POST /admin/sites/:site/knowledge/failed/retry (form: state)       "Try N failed pages again"
  *     303 back with ?notice=... (the job asked, and that it waits for a crawl worker; or its message
@@ -177,7 +177,7 @@ function pagesSection(site: string, filter: string, listed: Record<string, unkno
       ? null
       : html`<form method="post" action="/admin/sites/${site}/knowledge/failed/retry"><input type="hidden" name="state" value="${filter}">
 <div class="actions"><button type="submit" class="secondary" aria-describedby="retry-all-what">Try ${retryable} failed ${retryable === 1 ? "page" : "pages"} again</button></div>
-<p class="meta" id="retry-all-what">The failed pages only, now, instead of waiting for their retry time; the other pages stay as they are.</p></form>`;
+<p class="meta" id="retry-all-what">The pages that failed (unreachable, timed out, a server error), now, instead of waiting for their retry time. A blocked or gone page is tried again with its own button; the other pages stay as they are.</p></form>`;
   return html`<section aria-labelledby="pages-title"><h2 id="pages-title">Pages</h2>
 <p>${list.intro}</p>
 ${tabs(`/admin/sites/${site}/knowledge`, list.tabs.map(([state, label]) => [state, `${label} (${counts[state] ?? 0})`] as const), filter)}
@@ -194,7 +194,9 @@ export async function knowledgeResponse(site: string, state: string | null, deps
   const listed = overview.status === 200 ? await listPages(deps.db, site, filter) : overview;
   if (listed.status !== 200) return htmlResponse(listed.status, messagePage("Knowledge", String(listed.body["error"]), site));
   const { runs, jobs, selfCheck, usage, retryable } = overview.body as { runs: Run[]; jobs: Job[]; selfCheck: SelfCheck | null; usage: Usage; retryable: number };
-  const busy = jobs.length > 0 || runs.some((run) => run.status === "running");
+  // A job due later (a retry's +15 min / +2 h) is no reason to reload every few seconds.
+  const due = (job: Job): boolean => job.state === "running" || Date.parse(job.notBefore) <= deps.now.getTime();
+  const busy = jobs.some(due) || runs.some((run) => run.status === "running");
   const refresh = busy ? html`<meta http-equiv="refresh" content="${REFRESH_SECONDS}; url=/admin/sites/${site}/knowledge?state=${filter}">\n` : null;
   const body = html`${busy ? html`<p class="meta">This page reloads itself every ${REFRESH_SECONDS} seconds while a crawl runs or a job waits.</p>` : null}
 ${jobsSection(jobs, deps.now)}
