@@ -2,7 +2,8 @@
  * The dashboard's "Knowledge" page and its JSON API (src/admin/knowledge.ts, knowledge-page.ts)
  * through the Worker's entry point, on Miniflare's real local D1 with the migrations, the crawl
  * queue being FakeCrawlQueue: the last crawls and the pages from the rows inserted, the page
- * reloading itself only while a crawl runs or a job runs or is due, crawled text (a title, a reason, a
+ * reloading itself only while a crawl runs or a job runs or is due (not for one silent past
+ * HELPPUFF_RUN_STALE_AFTER), crawled text (a title, a reason, a
  * self-check miss) shown as text, "Try again" asking a "urls" job of that one page (the queue gets
  * its message), "Try N failed pages again" asking the retry job the /v1 route asks, a URL not of
  * the site refused, the filters and the cap, the self-check, today's usage against the budget, and
@@ -13,7 +14,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { newSession } from "../src/admin/session";
 import { type Env, backendsFromEnv, crawlQueueFromEnv } from "../src/bindings";
 import worker from "../src/index";
-import { askForJob } from "../src/jobs";
+import { askForJob, iso } from "../src/jobs";
 import { retryFailed } from "../src/recrawl";
 import { utcDay } from "../src/usage";
 import { type Sent, adminRequest } from "./admin-client";
@@ -46,7 +47,7 @@ async function addRun(id: string, status: string, startedAt: string, counts: [nu
   await env.DB.prepare(
     "INSERT INTO crawl_runs (id, site, start_url, status, reason, started_at, finished_at, heartbeat_at, pages_found, pages_ticked, pages_ok, pages_failed) " +
       "VALUES (?, ?, 'https://acme.com.au/', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-  ).bind(id, SITE, status, reason, startedAt, status === "running" ? null : startedAt.replace("T00", "T01"), startedAt, ...counts).run();
+  ).bind(id, SITE, status, reason, startedAt, status === "running" ? null : startedAt.replace("T00", "T01"), status === "running" ? iso(new Date()) : startedAt, ...counts).run();
 }
 
 interface PageFields {
@@ -139,6 +140,13 @@ describe("the Knowledge page", () => {
     expect(running.text).toContain(`<meta http-equiv="refresh" content="5; url=${PAGE}?state=failed">`);
     expect(running.text).toContain("Running since 2026-11-30T00:00:00Z");
     expect(running.text).toContain("So far: 40 pages found, 35 ticked, 20 learned, 2 failed.");
+    // Silent for over 10 minutes (HELPPUFF_RUN_STALE_AFTER): it has stopped, and the page no longer reloads.
+    await env.DB.prepare("UPDATE crawl_runs SET heartbeat_at = ? WHERE id = 'run-3'").bind(iso(new Date(Date.now() - 601_000))).run();
+    const stopped = await send(PAGE);
+    expect(stopped.text).toContain("Running since 2026-11-30T00:00:00Z");
+    expect(stopped.text).toContain("Nothing heard from it for over 10 minutes: it may have stopped");
+    expect(stopped.text).not.toContain('http-equiv="refresh"');
+    expect(running.text).not.toContain("Nothing heard from it");
     await env.DB.prepare("UPDATE crawl_runs SET status = 'done', finished_at = '2026-11-30T01:00:00Z' WHERE id = 'run-3'").run();
     const done = await send(PAGE);
     expect(done.text).not.toContain('http-equiv="refresh"');
@@ -154,11 +162,20 @@ describe("the Knowledge page", () => {
     const waiting = await send(PAGE);
     expect(waiting.text).toContain(`Waiting for a crawl worker since ${requested}: a crawl of 1 page`);
     expect(waiting.text).toContain('http-equiv="refresh"');
-    await env.DB.prepare("UPDATE crawl_requests SET taken_at = '2026-11-30T12:00:05Z', taken_by = 'crawler-1:4242', beat_at = '2026-11-30T12:00:35Z', attempts = 1").run();
+    const taken = iso(new Date(Date.now() - 60_000));
+    const beat = iso(new Date());
+    await env.DB.prepare("UPDATE crawl_requests SET taken_at = ?, taken_by = 'crawler-1:4242', beat_at = ?, attempts = 1").bind(taken, beat).run();
     const running = await send(PAGE);
     expect(running.text).toContain("Running: a crawl of 1 page");
-    expect(running.text).toContain("Taken by crawler-1:4242 at 2026-11-30T12:00:05Z, last heard from at 2026-11-30T12:00:35Z");
+    expect(running.text).toContain(`Taken by crawler-1:4242 at ${taken}, last heard from at ${beat}`);
     expect(running.text).toContain('http-equiv="refresh"');
+    expect(running.text).not.toContain("Nothing heard from that worker");
+    // A worker silent for over 10 minutes has stopped: said, and no reloading for it.
+    await env.DB.prepare("UPDATE crawl_requests SET beat_at = ?").bind(iso(new Date(Date.now() - 601_000))).run();
+    const stopped = await send(PAGE);
+    expect(stopped.text).toContain("Nothing heard from that worker for over 10 minutes: it may have stopped");
+    expect(stopped.text).not.toContain('http-equiv="refresh"');
+    await env.DB.prepare("UPDATE crawl_requests SET beat_at = ?").bind(beat).run();
     expect((await api(`${API}/knowledge`)).body["jobs"]).toMatchObject([{ state: "running", kind: "urls", takenBy: "crawler-1:4242", sent: true }]);
     await env.DB.prepare("UPDATE crawl_requests SET handled_at = '2026-11-30T12:05:00Z'").run();
     expect((await send(PAGE)).text).not.toContain('http-equiv="refresh"');

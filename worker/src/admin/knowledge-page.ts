@@ -16,6 +16,7 @@
  */
 import { MAX_BODY_BYTES } from "../http";
 import type { Outcome } from "../owner";
+import { STALE_RUN_SECONDS } from "../schedule";
 import { type Html, html, htmlResponse, page, seeOther } from "./html";
 import {
   type Job,
@@ -76,11 +77,17 @@ function jobWhat(job: Job): string {
   return job.kind === "retry" ? `the failed pages again (${pages})` : `a crawl of ${pages}`;
 }
 
+/** Silent longer than a live crawl or crawl worker ever is (HELPPUFF_RUN_STALE_AFTER): it has stopped. */
+function silent(beat: string | null, now: Date): boolean {
+  return beat !== null && now.getTime() - Date.parse(beat) > STALE_RUN_SECONDS * 1000;
+}
+
 function jobItem(job: Job, now: Date): Html {
   const state =
     job.state === "running"
       ? html`<p class="question">Running: ${jobWhat(job)}</p>
-<p class="meta">Taken by ${job.takenBy ?? "a crawl worker"} at ${job.takenAt}${job.beatAt ? html`, last heard from at ${job.beatAt}` : null}${job.attempts > 1 ? ` (attempt ${job.attempts})` : null}</p>`
+<p class="meta">Taken by ${job.takenBy ?? "a crawl worker"} at ${job.takenAt}${job.beatAt ? html`, last heard from at ${job.beatAt}` : null}${job.attempts > 1 ? ` (attempt ${job.attempts})` : null}</p>
+${silent(job.beatAt ?? job.takenAt, now) ? html`<p class="meta">Nothing heard from that worker for over ${STALE_RUN_SECONDS / 60} minutes: it may have stopped, and another crawl worker takes the job over.</p>` : null}`
       : html`<p class="question">Waiting for a crawl worker since ${job.requestedAt}: ${jobWhat(job)}</p>
 ${Date.parse(job.notBefore) > now.getTime() ? html`<p class="meta">Due at ${job.notBefore}.</p>` : null}
 ${job.sent ? null : html`<p class="meta">Its message is not on the crawl queue yet: the cron trigger, helppuff schedule or helppuff worker sends it.</p>`}`;
@@ -94,20 +101,23 @@ ${jobs.length === 0 ? html`<p>No crawl job is waiting or running.</p>` : html`<o
 </section>`;
 }
 
-function runItem(run: Run): Html {
+function runItem(run: Run, now: Date): Html {
   const counts = `${run.pagesFound} pages found, ${run.pagesTicked} ticked, ${run.pagesOk} learned, ${run.pagesFailed} failed`;
   if (run.status === "running") {
+    const stopped = silent(run.heartbeatAt, now)
+      ? html`<p class="meta">Nothing heard from it for over ${STALE_RUN_SECONDS / 60} minutes: it may have stopped, and is marked failed when the next crawl or crawl worker starts.</p>`
+      : null;
     return html`<li><p class="question">Running since ${run.startedAt}</p>
-<p class="meta">So far: ${counts}. Last heard from at ${run.heartbeatAt}.</p></li>`;
+<p class="meta">So far: ${counts}. Last heard from at ${run.heartbeatAt}.</p>${stopped}</li>`;
   }
   return html`<li><p class="question">${run.status === "done" ? "Done" : "Failed"}: ${run.startedAt} to ${run.finishedAt ?? "?"}</p>
 <p class="meta">${counts}</p>
 ${run.reason ? html`<p class="meta">${run.status === "failed" ? "Why: " : "Ended: "}${run.reason}</p>` : null}</li>`;
 }
 
-function runsSection(runs: readonly Run[]): Html {
+function runsSection(runs: readonly Run[], now: Date): Html {
   return html`<section aria-labelledby="runs-title"><h2 id="runs-title">Last crawls</h2>
-${runs.length === 0 ? html`<p>No crawl yet.</p>` : html`<ol class="items">${runs.map(runItem)}</ol>`}
+${runs.length === 0 ? html`<p>No crawl yet.</p>` : html`<ol class="items">${runs.map((run) => runItem(run, now))}</ol>`}
 </section>`;
 }
 
@@ -194,13 +204,15 @@ export async function knowledgeResponse(site: string, state: string | null, deps
   const listed = overview.status === 200 ? await listPages(deps.db, site, filter) : overview;
   if (listed.status !== 200) return htmlResponse(listed.status, messagePage("Knowledge", String(listed.body["error"]), site));
   const { runs, jobs, selfCheck, usage, retryable } = overview.body as { runs: Run[]; jobs: Job[]; selfCheck: SelfCheck | null; usage: Usage; retryable: number };
-  // A job due later (a retry's +15 min / +2 h) is no reason to reload every few seconds.
-  const due = (job: Job): boolean => job.state === "running" || Date.parse(job.notBefore) <= deps.now.getTime();
-  const busy = jobs.some(due) || runs.some((run) => run.status === "running");
+  // A job due later (a retry's +15 min / +2 h) is no reason to reload every few seconds, nor a crawl
+  // or a worker that has stopped.
+  const due = (job: Job): boolean =>
+    job.state === "running" ? !silent(job.beatAt ?? job.takenAt, deps.now) : Date.parse(job.notBefore) <= deps.now.getTime();
+  const busy = jobs.some(due) || runs.some((run) => run.status === "running" && !silent(run.heartbeatAt, deps.now));
   const refresh = busy ? html`<meta http-equiv="refresh" content="${REFRESH_SECONDS}; url=/admin/sites/${site}/knowledge?state=${filter}">\n` : null;
   const body = html`${busy ? html`<p class="meta">This page reloads itself every ${REFRESH_SECONDS} seconds while a crawl runs or a job waits.</p>` : null}
 ${jobsSection(jobs, deps.now)}
-${runsSection(runs)}
+${runsSection(runs, deps.now)}
 ${selfCheckSection(selfCheck)}
 ${usageSection(usage)}
 ${pagesSection(site, filter, listed.body, retryable)}`;
