@@ -18,6 +18,7 @@
  * The page statuses are helppuff_crawl/items.py PAGE_STATUSES; crawl_runs counts "failed" as failed,
  * blocked and gone, and so does the "failed" filter (with every page that has a retry time).
  */
+import { MAX_BODY_BYTES } from "../http";
 import { type Outcome, camelRow } from "../owner";
 import type { CrawlQueue, SqlDatabase } from "../ports";
 import { askJob, failedPages, retryFailed } from "../recrawl";
@@ -274,6 +275,6 @@ export async function knowledgeApi(
   if (what === "pages") return listPages(deps.db, site, query.get("status") ?? query.get("state") ?? "all");
   if (what === "retry") return retryAllFailed(deps, site);
   const fields = await body();
-  if (fields === null) return { status: 413, body: { error: "the body is too large" } };
+  if (fields === null) return { status: 413, body: { error: `the body must be at most ${MAX_BODY_BYTES} bytes` } };
   return retryPage(deps, site, fields["url"]);
 }
