@@ -19,8 +19,8 @@ from typing import Any
 
 from playwright.sync_api import Page, sync_playwright
 
-from tests.dashboard_browser_check import phone_page
-from tests.widget_browser_check import CHROMIUM, CHROMIUM_ARGS
+from tests.dashboard_owner import phone_page
+from tests.widget_browser_check import CHROMIUM, CHROMIUM_ARGS, WAIT_MS
 
 TITLE = "Is there parking <b>out back</b>?"
 TEXT = "Yes: two free bays behind the workshop."
@@ -77,7 +77,7 @@ def check(worker_url: str, token: str, shots: Path, phase: str) -> dict[str, Any
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = phone_page(browser, seen)
+            page = phone_page(browser, seen, WAIT_MS)
             _answers_page(page, worker_url, token)
             (_add if phase == "add" else _change)(page, seen, shots)
         except Exception as exc:  # noqa: BLE001 (reported to the test, which fails with it)

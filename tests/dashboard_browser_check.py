@@ -16,22 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import sync_playwright
 
+from tests.dashboard_owner import phone_page
 from tests.widget_browser_check import CHROMIUM, CHROMIUM_ARGS, WAIT_MS
 
 ANSWER = "Yes: two free bays behind the workshop."
-
-
-def phone_page(browser: Browser, seen: dict[str, Any]) -> Page:
-    """A page 375 px wide whose errors and console errors go to seen["page_errors"], seen["console_errors"]."""
-    page = browser.new_page(viewport={"width": 375, "height": 800})
-    page.set_default_timeout(WAIT_MS)
-    page.on("pageerror", lambda error: seen["page_errors"].append(str(error)))
-    # The browser's own favicon request is no page's (the Worker has none: 404).
-    page.on("console", lambda msg: msg.type == "error" and not msg.location.get("url", "").endswith(
-        "/favicon.ico") and seen["console_errors"].append(msg.text))
-    return page
 
 
 def check(worker_url: str, token: str, shots: Path) -> dict[str, Any]:
@@ -39,7 +29,7 @@ def check(worker_url: str, token: str, shots: Path) -> dict[str, Any]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = phone_page(browser, seen)
+            page = phone_page(browser, seen, WAIT_MS)
             page.goto(f"{worker_url}/admin")
             seen["login_url"] = page.url
             page.screenshot(path=str(shots / "login-375.png"), full_page=True)

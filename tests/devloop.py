@@ -123,13 +123,3 @@ def serving(data_dir: Path, env: dict[str, str], logs_dir: Path, port: int, *, w
         yield served
     finally:
         stop_group(process, 60)
-
-
-def owner_dashboard(site_url: str, data_dir: Path, token: str, site: str = "acme") -> dict[str, str]:
-    """crawl_with_settings (a browser's form POST may come with no Origin), then `helppuff secret set
-    OWNER_TOKEN` to `token`: the dashboard's browser tests start here. Returns the environment."""
-    env = crawl_with_settings(site_url, data_dir, json.dumps({"backend": {"allowNoOrigin": True}}), site)
-    stored = subprocess.run([HELPPUFF, "secret", "set", "OWNER_TOKEN"], cwd=ROOT, env=env, input=token,
-                            capture_output=True, text=True, check=False)
-    assert stored.returncode == 0, stored.stderr
-    return env

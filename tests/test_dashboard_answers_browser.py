@@ -16,11 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.dashboard_answers_browser_check import EDITED, TEXT, TITLE
-from tests.devloop import HELPPUFF, ROOT, free_port, owner_dashboard, serving
-from tests.test_widget_browser import CHROMIUM, _playwright_available
+from tests.dashboard_owner import owner_site
+from tests.devloop import HELPPUFF, ROOT, free_port, serving
 
 TOKEN = "owner-0123456789abcdef"
 
@@ -43,11 +41,7 @@ def _rows(database: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 def test_the_owner_adds_edits_and_removes_an_own_answer(serve_site, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    if not CHROMIUM.exists() or not _playwright_available():
-        pytest.skip("needs /usr/bin/chromium and Python Playwright (installed with scrapy-playwright)")
-    site = serve_site("acme-plumbing")
-    data_dir = tmp_path / "kb"
-    env = owner_dashboard(site.url, data_dir, TOKEN)
+    _, env, data_dir = owner_site(serve_site, tmp_path, TOKEN)
     database = data_dir / "d1" / "helppuff.sqlite3"
     port = free_port()
     worker_url = f"http://127.0.0.1:{port}"

@@ -11,11 +11,9 @@ import sqlite3
 import subprocess
 import sys
 
-import pytest
-
 from helppuff_crawl.kb.gaps import gap_key
-from tests.devloop import ROOT, free_port, owner_dashboard, serving
-from tests.test_widget_browser import CHROMIUM, _playwright_available
+from tests.dashboard_owner import owner_site
+from tests.devloop import ROOT, free_port, serving
 
 TOKEN = "owner-0123456789abcdef"
 XSS = "<img src=x onerror=alert(1)>"
@@ -23,11 +21,7 @@ QUESTION = f"Is there parking {XSS}?"
 
 
 def test_the_owner_logs_in_answers_a_question_and_marks_a_lead_done(serve_site, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    if not CHROMIUM.exists() or not _playwright_available():
-        pytest.skip("needs /usr/bin/chromium and Python Playwright (installed with scrapy-playwright)")
-    site = serve_site("acme-plumbing")
-    data_dir = tmp_path / "kb"
-    env = owner_dashboard(site.url, data_dir, TOKEN)
+    _, env, data_dir = owner_site(serve_site, tmp_path, TOKEN)
     database = data_dir / "d1" / "helppuff.sqlite3"
     with sqlite3.connect(database) as db:
         db.execute("INSERT INTO knowledge_gaps (id, site, question, key, asked, first_asked_at, last_asked_at) "

@@ -21,6 +21,7 @@
  */
 import { json } from "./http";
 import { type Asked, JobError, askForJob, MAX_URLS } from "./jobs";
+import type { Outcome } from "./owner";
 import type { CrawlQueue, SqlDatabase } from "./ports";
 import { isObject, recrawlSecret } from "./settings";
 
@@ -128,27 +129,61 @@ async function authorize(request: Request, db: SqlDatabase, site: string): Promi
   return { startUrl: row.start_url };
 }
 
-/** Ask for the job; the 202 answer, or 503 when it cannot be saved (a failed send is `sent: false`). */
-async function ask(
+/**
+ * Ask for the job: 202 {queued: true, request, asked, kind, urls, sent, ...extra}, 400 for a request
+ * that cannot be a job, or 503 when it cannot be saved (a failed send is `sent: false`). The owner's
+ * dashboard (admin/knowledge.ts) asks through it too, so both answer the same.
+ */
+export async function askJob(
   db: SqlDatabase,
   queue: CrawlQueue | null,
   site: string,
   kind: string,
-  urls: string[],
+  urls: readonly string[],
   reason: string,
   now: Date,
   extra: Record<string, unknown> = {},
-): Promise<Response> {
+): Promise<Outcome> {
   let asked: Asked;
   try {
     asked = await askForJob(db, queue, site, kind, urls, reason, 0, now);
   } catch (error) {
-    if (error instanceof JobError) return json(400, { error: error.message });
+    if (error instanceof JobError) return { status: 400, body: { error: error.message } };
     logFailure(site, "the request cannot be saved", error);
-    return json(503, { error: "the request cannot be saved right now" });
+    return { status: 503, body: { error: "the request cannot be saved right now" } };
   }
   const { job } = asked;
-  return json(202, { queued: true, request: job.request, asked: asked.asked, kind: job.kind, urls: job.urls, sent: asked.sent, ...extra });
+  return { status: 202, body: { queued: true, request: job.request, asked: asked.asked, kind: job.kind, urls: job.urls, sent: asked.sent, ...extra } };
+}
+
+/**
+ * The site's failed pages, the ones a retry asks for: those with a retry time (failed for a passing
+ * reason, tries left), soonest first, then those failed whose tries are used up.
+ */
+export async function failedPages(db: SqlDatabase, site: string): Promise<string[]> {
+  const rows = await db.all<{ url: string }>(
+    "SELECT url FROM pages WHERE site = ? AND (next_retry_at IS NOT NULL OR status = 'failed') " +
+      "ORDER BY next_retry_at IS NULL, next_retry_at, url",
+    [site],
+  );
+  return rows.map((row) => row.url);
+}
+
+/**
+ * Ask for a retry job of the site's failed pages, now: the 202 of `askJob`, 200 {queued: false,
+ * reason} when no page failed, 503 when D1 cannot be read. POST /v1/sites/:site/crawl/retry and the
+ * dashboard's "Try N failed pages again" both answer this.
+ */
+export async function retryFailed(db: SqlDatabase, queue: CrawlQueue | null, site: string, now: Date, reason = "retry requested"): Promise<Outcome> {
+  let failed: string[];
+  try {
+    failed = await failedPages(db, site);
+  } catch (error) {
+    logFailure(site, "D1 cannot be read", error);
+    return { status: 503, body: { error: "the knowledge base cannot be read right now" } };
+  }
+  if (failed.length === 0) return { status: 200, body: { queued: false, reason: `no page of ${site} failed` } };
+  return askJob(db, queue, site, "retry", failed, reason, now);
 }
 
 /** POST /v1/sites/:site/recrawl for `site` (already checked against the site-name pattern). */
@@ -170,24 +205,14 @@ export async function recrawlRoute(request: Request, db: SqlDatabase, queue: Cra
   if (urls.length > 0 && kept.length === 0) {
     return json(400, { error: `no URL named is a page of the site (${siteHost(allowed.startUrl)})`, refused });
   }
-  return ask(db, queue, site, kept.length > 0 ? "urls" : "full", kept, "recrawl webhook", now, { refused });
+  const asked = await askJob(db, queue, site, kept.length > 0 ? "urls" : "full", kept, "recrawl webhook", now, { refused });
+  return json(asked.status, asked.body);
 }
 
 /** POST /v1/sites/:site/crawl/retry for `site`: its failed pages, now. */
 export async function retryRoute(request: Request, db: SqlDatabase, queue: CrawlQueue | null, site: string, now: Date): Promise<Response> {
   const allowed = await authorize(request, db, site);
   if (allowed instanceof Response) return allowed;
-  let failed: Array<{ url: string }>;
-  try {
-    failed = await db.all<{ url: string }>(
-      "SELECT url FROM pages WHERE site = ? AND (next_retry_at IS NOT NULL OR status = 'failed') " +
-        "ORDER BY next_retry_at IS NULL, next_retry_at, url",
-      [site],
-    );
-  } catch (error) {
-    logFailure(site, "D1 cannot be read", error);
-    return json(503, { error: "the knowledge base cannot be read right now" });
-  }
-  if (failed.length === 0) return json(200, { queued: false, reason: `no page of ${site} failed` });
-  return ask(db, queue, site, "retry", failed.map((row) => row.url), "retry requested", now);
+  const outcome = await retryFailed(db, queue, site, now);
+  return json(outcome.status, outcome.body);
 }

@@ -15,13 +15,13 @@ import { type Env, backendsFromEnv } from "../src/bindings";
 import { recordGap } from "../src/chat/gaps";
 import { saveLead } from "../src/chat/leads";
 import worker from "../src/index";
+import { type Sent, adminRequest } from "./admin-client";
 import { FakeCrawlQueue } from "./fake-queue";
 import { FakeChatModel, FakeRateLimiter } from "./fake-model";
 import { FakeVectorize } from "./fakes";
 
 const TOKEN = "owner-t0ken-0123456789";
 const SITE = "acme";
-const ORIGIN = "https://helppuff.test";
 const NOW = new Date("2026-11-24T23:30:00Z");
 const XSS = "<img src=x onerror=alert(1)>";
 const XSS_SHOWN = "&#60;img src=x onerror=alert(1)&#62;";
@@ -31,36 +31,8 @@ let limiter: FakeRateLimiter;
 let workerEnv: Env;
 const db = () => backendsFromEnv(workerEnv).db; // the real local D1
 
-interface Sent {
-  method?: string;
-  cookie?: string | null; // the session value; null: none
-  origin?: string | null; // null: no Origin header
-  fetchSite?: string;
-  form?: Record<string, string>;
-  json?: unknown;
-  ip?: string;
-}
-
-function request(path: string, init: Sent = {}): Request {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers["cookie"] = `other=1; ${SESSION_COOKIE}=${init.cookie}`;
-  const post = init.form !== undefined || init.json !== undefined || init.method === "POST";
-  if (post && init.origin !== null) headers["origin"] = init.origin ?? ORIGIN;
-  if (init.fetchSite) headers["sec-fetch-site"] = init.fetchSite;
-  if (init.ip) headers["cf-connecting-ip"] = init.ip;
-  let body: string | undefined;
-  if (init.form !== undefined) {
-    headers["content-type"] = "application/x-www-form-urlencoded";
-    body = new URLSearchParams(init.form).toString();
-  } else if (init.json !== undefined) {
-    headers["content-type"] = "application/json";
-    body = JSON.stringify(init.json);
-  }
-  return new Request(`${ORIGIN}${path}`, { method: init.method ?? (post ? "POST" : "GET"), headers, body, redirect: "manual" });
-}
-
 async function send(path: string, init: Sent = {}, environment: Env = workerEnv): Promise<{ status: number; text: string; headers: Headers }> {
-  const response = await worker.fetch(request(path, init), environment);
+  const response = await worker.fetch(adminRequest(path, init), environment);
   return { status: response.status, text: await response.text(), headers: response.headers };
 }
 

@@ -53,26 +53,16 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "cache-control": "no-store",
 };
 
-/**
- * A dashboard page: `title`, the navigation (when signed in), an optional notice, then `body`;
- * `refresh`: seconds after which the browser loads it again (while something it shows is under way).
- */
-export function page(
-  title: string,
-  body: Html,
-  nav: Html | null = null,
-  notice: { text: string; error?: boolean } | null = null,
-  refresh: number | null = null,
-): string {
+/** A dashboard page: `title`, the navigation (when signed in), an optional notice, then `body`; `head`: more of its head. */
+export function page(title: string, body: Html, nav: Html | null = null, notice: { text: string; error?: boolean } | null = null, head: Html | null = null): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-${refresh === null ? null : html`<meta http-equiv="refresh" content="${refresh}">`}
 <title>${title} · HelpPuff</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
-</head>
+${head}</head>
 <body>
 <header><p class="brand">HelpPuff</p>${nav}</header>
 <main id="main">

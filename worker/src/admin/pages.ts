@@ -10,9 +10,10 @@ import type { Lead } from "./leads";
 
 export const SITE_PAGES = [
   { path: "setup", label: "Set up" },
+  { path: "knowledge", label: "Knowledge" },
+  { path: "answers", label: "Your own answers" },
   { path: "questions", label: "Questions to answer" },
   { path: "leads", label: "Leads" },
-  { path: "answers", label: "Your own answers" },
 ] as const;
 
 export type SitePage = (typeof SITE_PAGES)[number]["path"];
@@ -66,16 +67,16 @@ export function messagePage(title: string, text: string, site: string | null = n
   return page(title, html`<p>${text}</p>`, signedIn ? navigation(site, null) : null);
 }
 
-function tabs(base: string, states: ReadonlyArray<readonly [state: string, label: string]>, current: string): Html {
+export function tabs(base: string, states: ReadonlyArray<readonly [state: string, label: string]>, current: string): Html {
   return html`<ul class="tabs" aria-label="Show">${states.map(([state, label]) =>
     html`<li><a href="${base}?state=${state}"${state === current ? html` aria-current="page"` : null}>${label}</a></li>`,
   )}</ul>`;
 }
 
-/** What each list page says: its intro, the tabs of its states, and what an empty list means. */
-/** The pages that are a list of items with tabs of their states. */
-type ListPage = "questions" | "leads" | "answers";
+/** The pages that list items with tabs of their states. */
+type ListPage = "questions" | "leads" | "answers" | "knowledge";
 
+/** What each list page says: its intro, the tabs of its states, and what an empty list means. */
 export const LISTS: Record<ListPage, { intro: string; tabs: ReadonlyArray<readonly [state: string, label: string]>; empty: (state: string) => string }> = {
   questions: {
     intro: "Questions visitors asked that the assistant could not answer, most asked first. An answer becomes one of your own answers; a dismissed question stays off this list when asked again.",
@@ -91,6 +92,11 @@ export const LISTS: Record<ListPage, { intro: string; tabs: ReadonlyArray<readon
     intro: "What you want the assistant to say about things your pages do not say well (parking, warranty terms, the suburbs you serve). Each is searchable once the crawl worker has learned it; each says whether it is.",
     tabs: [],
     empty: () => "No own answers yet: add one above, or answer one of the questions to answer.",
+  },
+  knowledge: {
+    intro: "Every page the crawler found, by address: what it learned from each, and why a page was not learned.",
+    tabs: [["all", "All"], ["failed", "Failed"], ["learned", "Learned"], ["not-learned", "Not learned"]],
+    empty: (state) => (state === "failed" ? "No page failed." : "None."),
   },
 };
 

@@ -12,6 +12,8 @@
  *   POST /admin/sites/:site/leads/:id/done
  *   GET  /admin/sites/:site/answers                       "Your own answers" (admin/answers.ts);
  *   POST /admin/sites/:site/answers (form: title, text), .../answers/:id/edit, .../answers/:id/remove
+ *   GET  /admin/sites/:site/knowledge[?state=...]         "Knowledge" (knowledge-page.ts);
+ *   POST /admin/sites/:site/knowledge/pages/retry (form: url), .../knowledge/failed/retry
  *   GET  /admin/style.css                                 the one stylesheet.
  *   POST /admin/sites (form: url), GET /admin/sites/:site/setup, POST .../setup/(discover|learn)
  *                                                         "Set up" (setup-route.ts)
@@ -29,6 +31,8 @@
  *   POST /admin/api/sites/:site/leads/:id/done            200 {lead, already}
  *   GET  /admin/api/sites/:site/answers, POST .../answers, .../answers/:id, .../answers/:id/remove
  *        the own answers (answers.ts: 200 {site, answers}, 201 {answer}, 200 {answer}, 200 {removed})
+ *   GET  /admin/api/sites/:site/knowledge, .../pages[?status=...]; POST .../pages/retry {url}, .../retry
+ *                                                         (knowledge.ts)
  *
  * All of it behind the session cookie (the API answers 401 without it, a page sends to the login),
  * every POST refused (403) unless it comes from the dashboard's own origin, and every response with
@@ -42,15 +46,17 @@ import { SITE_NAME } from "../request";
 import { decode, fields } from "./form";
 import { SECURITY_HEADERS, STYLESHEET, htmlResponse, seeOther } from "./html";
 import { answersApi, answersPage } from "./answers";
+import { knowledgeApi } from "./knowledge";
+import { knowledgeAction, knowledgeNotice, knowledgeResponse } from "./knowledge-page";
 import { type Lead, listLeads, markLeadDone } from "./leads";
 import { type Notice, leadsPage, loginPage, messagePage, questionsPage, sitesPage } from "./pages";
 import { RETRY_AFTER_SECONDS } from "../guard";
 import { loginAllowed, newSession, rightToken, sameOrigin, sessionCookie, sessionFrom, validSession } from "./session";
 import { setupRoute } from "./setup-route";
 
-const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads|answers))?$/u;
-const SITE_ACTION = /^\/admin\/sites\/([^/]+)\/(questions|leads|answers)\/([^/]+)\/(answer|dismiss|done|edit|remove)$/u;
-const API_SITE = /^\/admin\/api\/sites\/([^/]+)\/(gaps|leads|answers)(?:\/([^/]+)(?:\/(answer|dismiss|done|remove))?)?$/u;
+const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads|answers|knowledge))?$/u;
+const SITE_ACTION = /^\/admin\/sites\/([^/]+)\/(questions|leads|answers|knowledge)\/([^/]+)\/(answer|dismiss|done|edit|remove|retry)$/u;
+const API_SITE = /^\/admin\/api\/sites\/([^/]+)\/(gaps|leads|answers|knowledge|pages\/retry|pages|retry)(?:\/([^/]+)(?:\/(answer|dismiss|done|remove))?)?$/u;
 
 interface Deps {
   db: SqlDatabase;
@@ -140,6 +146,12 @@ async function apiRoute(request: Request, path: string, deps: Deps): Promise<Res
   const known = await siteStartUrl(deps.db, site);
   if (!("startUrl" in known)) return send(known);
   if (what === "answers") return answersApi(request.method, site, known.startUrl, encodedId === undefined ? null : decode(encodedId), action ?? null, get ? {} : await fields(request), deps);
+  if (["knowledge", "pages", "pages/retry", "retry"].includes(what)) {
+    if (encodedId !== undefined) return apiJson(404, { error: `no route for ${path}` });
+    const query = new URL(request.url).searchParams;
+    const { allow, ...outcome } = await knowledgeApi(deps, site, what, get, query, () => fields(request));
+    return apiJson(outcome.status, outcome.body, allow === undefined ? {} : { allow });
+  }
   const state = new URL(request.url).searchParams.get("state") ?? "open";
   if (encodedId === undefined) {
     if (!get) return apiJson(405, { error: "use GET" }, { allow: "GET" });
@@ -195,12 +207,14 @@ async function pageRoute(request: Request, url: URL, path: string, deps: Deps): 
   if (view !== null) {
     if (!get) return htmlResponse(405, messagePage("Not allowed", "use GET", site), { allow: "GET" });
     if (which === "") return seeOther(`/admin/sites/${site}/questions`);
+    if (which === "knowledge") return knowledgeResponse(site, url.searchParams.get("state"), deps, knowledgeNotice(url.searchParams.get("notice")));
     const state = url.searchParams.get("state") ?? "open";
     return which === "questions" ? questionsResponse(site, state, deps, shown) : leadsResponse(site, state, deps, shown);
   }
   if (get) return htmlResponse(405, messagePage("Not allowed", "use the page's buttons (POST)", site), { allow: "POST" });
   const id = decode(match[3] ?? "");
   const verb = match[4] ?? "";
+  if (which === "knowledge") return verb === "retry" ? knowledgeAction(site, id, deps, () => fields(request)) : htmlResponse(404, messagePage("Not found", `There is no page at ${path}.`, site));
   if (which === "leads") {
     if (verb !== "done") return htmlResponse(404, messagePage("Not found", `There is no page at ${path}.`, site));
     const marked = await markLeadDone(deps.db, site, id, deps.now);

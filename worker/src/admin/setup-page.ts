@@ -60,5 +60,5 @@ export function setupPage(site: string, setup: Setup, notice: Notice | null): st
 </form>
 ${findButton(site, "Find the pages again")}`;
   }
-  return page("Set up", body, navigation(site, "setup"), notice, waiting ? SETUP_REFRESH_SECONDS : null);
+  return page("Set up", body, navigation(site, "setup"), notice, waiting ? html`<meta http-equiv="refresh" content="${SETUP_REFRESH_SECONDS}">` : null);
 }

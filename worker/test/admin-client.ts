@@ -1,0 +1,37 @@
+/**
+ * The dashboard's requests as a browser sends them, for the workerd tests of src/admin/
+ * (admin.test.ts, admin-knowledge.test.ts): the session cookie beside another, the Origin header on a
+ * POST (the dashboard's own unless told), a form or a JSON body, never following a redirect.
+ */
+import { SESSION_COOKIE } from "../src/admin/session";
+
+export const ORIGIN = "https://helppuff.test";
+
+export interface Sent {
+  method?: string;
+  cookie?: string | null; // the session value; null: none
+  origin?: string | null; // null: no Origin header
+  fetchSite?: string;
+  form?: Record<string, string>;
+  json?: unknown;
+  ip?: string;
+}
+
+/** A request to the dashboard: `init` says its session, origin, body and method. */
+export function adminRequest(path: string, init: Sent = {}): Request {
+  const headers: Record<string, string> = {};
+  if (init.cookie) headers["cookie"] = `other=1; ${SESSION_COOKIE}=${init.cookie}`;
+  const post = init.form !== undefined || init.json !== undefined || init.method === "POST";
+  if (post && init.origin !== null) headers["origin"] = init.origin ?? ORIGIN;
+  if (init.fetchSite) headers["sec-fetch-site"] = init.fetchSite;
+  if (init.ip) headers["cf-connecting-ip"] = init.ip;
+  let body: string | undefined;
+  if (init.form !== undefined) {
+    headers["content-type"] = "application/x-www-form-urlencoded";
+    body = new URLSearchParams(init.form).toString();
+  } else if (init.json !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(init.json);
+  }
+  return new Request(`${ORIGIN}${path}`, { method: init.method ?? (post ? "POST" : "GET"), headers, body, redirect: "manual" });
+}
