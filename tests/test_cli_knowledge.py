@@ -49,4 +49,4 @@ def test_owner_facts_survive_a_crawl_and_lead_the_passage(serve_site, tmp_path: 
 
 def test_bad_fact_key_is_a_clear_error(tmp_path: Path) -> None:
     result = run_helppuff(tmp_path, "knowledge", "facts", "set", "_site_blocks", "x", "--site", "acme")
-    assert result.returncode == 2 and "key: name a fact" in result.stderr
+    assert result.returncode == 2 and "key: a fact's name is lower-case letters, digits and _" in result.stderr

@@ -377,9 +377,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {status_line(entry['self_check'])}")
         return 0 if all(e["consistency"]["consistent"] for e in report["sites"]) else 1
     if args.facts_command == "set":
-        if not args.key.strip() or args.key.startswith("_"):
-            raise UsageError(f"key: name a fact, e.g. telephone or parking, got {args.key!r}")
-        chunks = asyncio.run(set_fact(settings, args.site, args.key.strip(), args.value))
+        from helppuff_crawl.kb.facts_table import check_owner_fact
+
+        try:
+            value = check_owner_fact(args.key.strip(), args.value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        chunks = asyncio.run(set_fact(settings, args.site, args.key.strip(), value))
         print(f"{args.site}: {args.key} set by the owner; facts passage rebuilt ({chunks} chunk)")
         return 0
     if args.facts_command == "detect":

@@ -9,6 +9,7 @@ stored rows, so the owner's values win in it; "what's your number?" always has s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,29 @@ from helppuff_crawl.text.hours import week_from_json
 
 SITE_BLOCKS_KEY = "_site_blocks"  # furniture with contact details/hours, kept once with the facts
 _LABELS = {"hours": "Opening hours"}
+
+
+MAX_OWNER_VALUE_CHARS = 500
+_OWNER_KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_PHONE = re.compile(r"[0-9+()\-. ]+")
+_EMAIL = re.compile(r"[^\s@<>\"]+@[^\s@<>\"]+\.[^\s@<>\"]+")
+
+
+def check_owner_fact(key: str, value: str) -> str:
+    """The value an owner's fact keeps (trimmed), or ValueError with the one-line reason. The rules the
+    dashboard's Settings keeps too (worker/src/admin/settings.ts; cases in schema/owner_fact_cases.json)."""
+    if not _OWNER_KEY.fullmatch(key):
+        raise ValueError(f"key: a fact's name is lower-case letters, digits and _ (e.g. telephone, parking), got {key!r}")
+    kept = value.strip()
+    if not kept:
+        raise ValueError(f"{key}: empty")
+    if len(kept) > MAX_OWNER_VALUE_CHARS:
+        raise ValueError(f"{key}: at most {MAX_OWNER_VALUE_CHARS} characters, got {len(kept)}")
+    if key == "telephone" and not (_PHONE.fullmatch(kept) and 6 <= sum(c.isdigit() for c in kept) <= 15):
+        raise ValueError(f"{key}: a phone number of 6 to 15 digits, got {kept!r}")
+    if key == "email" and not _EMAIL.fullmatch(kept):
+        raise ValueError(f"{key}: an email address, like hello@example.com, got {kept!r}")
+    return kept
 
 
 def parse_owner_value(text: str) -> Any:

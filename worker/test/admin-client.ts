@@ -1,9 +1,11 @@
 /**
  * The dashboard's requests as a browser sends them, for the workerd tests of src/admin/
- * (admin.test.ts, admin-knowledge.test.ts): the session cookie beside another, the Origin header on a
+ * (admin.test.ts, admin-knowledge.test.ts, admin-setup.test.ts, admin-settings.test.ts): the session cookie beside another, the Origin header on a
  * POST (the dashboard's own unless told), a form or a JSON body, never following a redirect.
  */
 import { SESSION_COOKIE } from "../src/admin/session";
+import type { Env } from "../src/bindings";
+import worker from "../src/index";
 
 export const ORIGIN = "https://helppuff.test";
 
@@ -12,7 +14,7 @@ export interface Sent {
   cookie?: string | null; // the session value; null: none
   origin?: string | null; // null: no Origin header
   fetchSite?: string;
-  form?: Record<string, string>;
+  form?: Record<string, string> | Array<[string, string]>; // pairs: a field given more than once
   json?: unknown;
   ip?: string;
 }
@@ -34,4 +36,17 @@ export function adminRequest(path: string, init: Sent = {}): Request {
     body = JSON.stringify(init.json);
   }
   return new Request(`${ORIGIN}${path}`, { method: init.method ?? (post ? "POST" : "GET"), headers, body, redirect: "manual" });
+}
+
+/** What the Worker answered a dashboard request: its status, body text and headers. */
+export interface Answered {
+  status: number;
+  text: string;
+  headers: Headers;
+}
+
+/** Send `path` to the Worker (its entry point, with `environment`) as the signed-in owner with `session`. */
+export async function sendAsOwner(environment: Env, session: string, path: string, init: Sent = {}): Promise<Answered> {
+  const response = await worker.fetch(adminRequest(path, { cookie: session, ...init }), environment);
+  return { status: response.status, text: await response.text(), headers: response.headers };
 }

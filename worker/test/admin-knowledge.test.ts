@@ -13,11 +13,10 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { newSession } from "../src/admin/session";
 import { type Env, backendsFromEnv, crawlQueueFromEnv } from "../src/bindings";
-import worker from "../src/index";
 import { askForJob, iso } from "../src/jobs";
 import { retryFailed } from "../src/recrawl";
 import { utcDay } from "../src/usage";
-import { type Sent, adminRequest } from "./admin-client";
+import { type Answered, type Sent, sendAsOwner } from "./admin-client";
 import { FakeCrawlQueue } from "./fake-queue";
 import { FakeChatModel } from "./fake-model";
 import { FakeVectorize } from "./fakes";
@@ -33,9 +32,8 @@ let queue: FakeCrawlQueue;
 let workerEnv: Env;
 let session: string;
 
-async function send(path: string, init: Sent = {}): Promise<{ status: number; text: string; headers: Headers }> {
-  const response = await worker.fetch(adminRequest(path, { cookie: session, ...init }), workerEnv);
-  return { status: response.status, text: await response.text(), headers: response.headers };
+function send(path: string, init: Sent = {}): Promise<Answered> {
+  return sendAsOwner(workerEnv, session, path, init);
 }
 
 async function api(path: string, init: Sent = {}): Promise<{ status: number; body: Record<string, unknown> }> {

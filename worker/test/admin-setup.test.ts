@@ -10,16 +10,15 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import siteNameCases from "../../helppuff_crawl/schema/site_name_cases.json";
-import { SESSION_COOKIE, newSession } from "../src/admin/session";
+import { newSession } from "../src/admin/session";
 import { siteFromAddress, withTicks } from "../src/admin/setup";
 import type { Env } from "../src/bindings";
-import worker from "../src/index";
+import { type Answered, type Sent, sendAsOwner } from "./admin-client";
 import { FakeCrawlQueue } from "./fake-queue";
 import { FakeChatModel } from "./fake-model";
 import { FakeVectorize } from "./fakes";
 
 const TOKEN = "owner-t0ken-0123456789";
-const ORIGIN = "https://helppuff.test";
 const XSS = "<img src=x onerror=alert(1)>";
 const XSS_SHOWN = "&#60;img src=x onerror=alert(1)&#62;";
 const FOUND_AT = "2026-12-04T10:00:05Z";
@@ -28,20 +27,8 @@ let queue: FakeCrawlQueue;
 let workerEnv: Env;
 let session: string;
 
-async function send(path: string, init: { form?: Array<[string, string]>; json?: unknown; method?: string } = {}): Promise<{ status: number; text: string; headers: Headers }> {
-  const headers: Record<string, string> = { cookie: `${SESSION_COOKIE}=${session}` };
-  let body: string | undefined;
-  if (init.form !== undefined) {
-    headers["content-type"] = "application/x-www-form-urlencoded";
-    body = new URLSearchParams(init.form).toString();
-  } else if (init.json !== undefined) {
-    headers["content-type"] = "application/json";
-    body = JSON.stringify(init.json);
-  }
-  const post = body !== undefined || init.method === "POST";
-  if (post) headers["origin"] = ORIGIN;
-  const response = await worker.fetch(new Request(`${ORIGIN}${path}`, { method: post ? "POST" : "GET", headers, body, redirect: "manual" }), workerEnv);
-  return { status: response.status, text: await response.text(), headers: response.headers };
+function send(path: string, init: Sent = {}): Promise<Answered> {
+  return sendAsOwner(workerEnv, session, path, init);
 }
 
 /** What a crawl worker writes after the discover job (helppuff_crawl/kb/discoveries.py record), and the job handled. */

@@ -103,7 +103,7 @@ ol.items > li { background: #fff; border: 1px solid var(--line); border-radius: 
 .meta { color: var(--muted); font-size: 0.875rem; margin: 0 0 0.75rem; }
 .excerpt { white-space: pre-wrap; background: #f2f3f5; padding: 0.5rem; border-radius: 4px; font-size: 0.875rem; }
 label { display: block; font-weight: 600; margin-bottom: 0.25rem; }
-textarea, input[type="password"], input[type="text"] { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; }
+textarea, input[type="password"], input[type="text"], input[type="url"], input[type="tel"], input[type="email"], input[type="number"] { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; }
 textarea { min-height: 5rem; }
 .actions { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 0.5rem; }
 button { font: inherit; padding: 0.5rem 1rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; min-height: 2.75rem; }
@@ -116,11 +116,12 @@ a:focus-visible, button:focus-visible, textarea:focus-visible, input:focus-visib
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 form.inline { display: inline; }
 fieldset { border: 0; margin: 0; padding: 0; }
+h2 { font-size: 1.2rem; margin: 1.5rem 0 0.5rem; }
+.field { margin: 0 0 1rem; }
+.field.pick { display: flex; gap: 0.75rem; align-items: flex-start; }
 legend { font-weight: 600; margin-bottom: 0.5rem; }
 ol.picks { gap: 0.5rem; }
 ol.picks > li { display: flex; gap: 0.75rem; align-items: flex-start; padding: 0.75rem; }
-ol.picks input[type="checkbox"] { width: 1.5rem; height: 1.5rem; margin: 0.1rem 0 0; flex: none; }
+ol.picks input[type="checkbox"], .field.pick input[type="checkbox"] { width: 1.5rem; height: 1.5rem; margin: 0.1rem 0 0; flex: none; }
 ol.picks .meta { margin: 0; }
-input[type="url"] { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; }
-input:focus-visible { outline: 3px solid #f2a900; outline-offset: 2px; }
 `;

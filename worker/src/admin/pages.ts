@@ -14,6 +14,7 @@ export const SITE_PAGES = [
   { path: "answers", label: "Your own answers" },
   { path: "questions", label: "Questions to answer" },
   { path: "leads", label: "Leads" },
+  { path: "settings", label: "Settings" },
 ] as const;
 
 export type SitePage = (typeof SITE_PAGES)[number]["path"];

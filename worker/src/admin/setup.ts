@@ -27,6 +27,7 @@
  */
 import { HELPPUFF_SCHEMA } from "../contract";
 import { type Asked, askForJob, iso } from "../jobs";
+import type { Outcome } from "../owner";
 import type { CrawlQueue, SqlDatabase } from "../ports";
 import { type Json, isObject, valueAt } from "../json-schema";
 
@@ -41,11 +42,6 @@ export interface SetupDeps {
   now: Date;
 }
 
-/** What an operation answers: a status and a JSON body (owner.ts Outcome). */
-interface Outcome {
-  status: number;
-  body: Record<string, unknown>;
-}
 
 export interface FoundPage {
   url: string;
@@ -242,15 +238,24 @@ const DEFAULT_EXCLUDE: readonly string[] =
   stringList(valueAt(HELPPUFF_SCHEMA, ["properties", "knowledge", "properties", "website", "properties", "exclude", "default"])) ?? [];
 
 /**
+ * A stored helppuff.json as a document to change (a copy): a bare "backend" object (the Worker reads a
+ * document without "backend" as the backend itself) is put under "backend"; anything else not an
+ * object is an empty document.
+ */
+export function settingsDocument(stored: unknown): Json {
+  const doc: Json = isObject(stored) ? structuredClone(stored) : {};
+  const topLevel = new Set(["$schema", "backend", "knowledge", "allowedOrigins", "allowNoOrigin"]);
+  return Object.keys(doc).length > 0 && !Object.keys(doc).every((key) => topLevel.has(key)) ? { backend: doc } : doc;
+}
+
+/**
  * The site's stored helppuff.json with the owner's ticks applied to knowledge.website's globs: each
  * page ticked that was not gets its path in include (and out of exclude), each unticked that was
  * ticked gets it in exclude (and out of include). A document that is a bare "backend" object is
  * kept as "backend".
  */
 export function withTicks(stored: unknown, pages: readonly FoundPage[], keep: ReadonlySet<string>): { settings: Json; include: string[]; exclude: string[] } {
-  let doc: Json = isObject(stored) ? structuredClone(stored) : {};
-  const topLevel = new Set(["backend", "knowledge", "allowedOrigins", "allowNoOrigin"]);
-  if (Object.keys(doc).length > 0 && !Object.keys(doc).every((key) => topLevel.has(key))) doc = { backend: doc };
+  const doc = settingsDocument(stored);
   const knowledge: Json = isObject(doc["knowledge"]) ? (doc["knowledge"] as Json) : {};
   const website: Json = isObject(knowledge["website"]) ? (knowledge["website"] as Json) : {};
   const include = stringList(website["include"]) ?? [];
