@@ -7,7 +7,7 @@
    from the contact, home and location pages' own words (kb/facts_detect.py, when `page_texts` is given), and
    the facts passage is rebuilt;
 3. the owner's own answers and files are rebuilt (only what changed is embedded: a new model
-   re-embeds them);
+   re-embeds them), the files uploaded from the dashboard read and learned first (kb/uploads.py);
 4. pages unticked or gone this crawl, or recorded as another page's duplicate, leave the knowledge
    base, chunks and vectors;
 5. the self-check (kb/selfcheck.py): once Vectorize has applied the crawl's writes, the site's own FAQ
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from helppuff_crawl.embed.models import EmbedFn
-from helppuff_crawl.kb import answers, facts_detect, facts_table, files, selfcheck
+from helppuff_crawl.kb import answers, facts_detect, facts_table, files, selfcheck, uploads
 from helppuff_crawl.kb.crawl_facts import CrawlFacts, save_crawl
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
@@ -72,6 +72,7 @@ async def after_crawl(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
     if embed is not None:
         passage_chunks = await facts_table.write_facts_passage(kb, writer, embed, site)
         answer_chunks = await answers.write_own_answers(kb, writer, embed, site)
+        await uploads.learn_uploads(kb, writer, embed, site)  # the dashboard's uploads, before the files are rewritten
         file_chunks = await files.write_files(kb, writer, embed, site)
     else:
         logger.warning("Embedding is off: the facts passage, own answers and files of %s are not rebuilt", site)

@@ -1,4 +1,4 @@
-"""A site's discovered pages, for the owner's "Set up" (D1 `site_discoveries`, migrations/0016): what a
+"""A site's discovered pages, for the owner's "Set up" (D1 `site_discoveries`, migrations/0014): what a
 discover job found (`helppuff discover`'s pages: url, category, ticked, reason, source, status), before anything
 is learned. The dashboard (worker/src/admin/setup.ts) writes the row "queued" with the start URL when
 the owner asks, and shows the pages once a `helppuff worker` has run the job and written them here

@@ -12,6 +12,7 @@ export const SITE_PAGES = [
   { path: "setup", label: "Set up" },
   { path: "knowledge", label: "Knowledge" },
   { path: "answers", label: "Your own answers" },
+  { path: "files", label: "Files" },
   { path: "questions", label: "Questions to answer" },
   { path: "leads", label: "Leads" },
   { path: "settings", label: "Settings" },

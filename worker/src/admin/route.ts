@@ -18,6 +18,7 @@
  *   POST /admin/sites (form: url), GET /admin/sites/:site/setup, POST .../setup/(discover|learn)
  *                                                         "Set up" (setup-route.ts)
  *   GET  /admin/sites/:site/settings, POST .../settings/(details|answering)   "Settings" (settings-route.ts)
+ *   GET  /admin/sites/:site/files, POST .../files (multipart)   "Files" (files-route.ts)
  *
  * And the JSON API the same operations answer (owner.ts and leads.ts: the rules the CLI's
  * helppuff_crawl/kb/gaps.py and kb/leads.py keep too):
@@ -26,6 +27,7 @@
  *   POST /admin/api/sites {url}, GET /admin/api/sites/:site/setup, POST .../setup/(discover|learn)
  *                                                         Set up's (setup-route.ts)
  *   GET  /admin/api/sites/:site/settings, POST .../settings/(details|answering)   Settings' (settings-route.ts)
+ *   GET  /admin/api/sites/:site/files, POST .../files?name=NAME (the bytes)   Files' (files-route.ts)
  *   GET  /admin/api/sites/:site/gaps[?state=open|answered|dismissed|all]   200 {site, state, gaps}
  *   POST /admin/api/sites/:site/gaps/:id/answer {text}    201 {answer, gap, searchable, job}; 409 answered already
  *   POST /admin/api/sites/:site/gaps/:id/dismiss          200 {gap, already}; 409 answered
@@ -54,6 +56,7 @@ import { type Lead, listLeads, markLeadDone } from "./leads";
 import { type Notice, leadsPage, loginPage, messagePage, questionsPage, sitesPage } from "./pages";
 import { RETRY_AFTER_SECONDS } from "../guard";
 import { loginAllowed, newSession, rightToken, sameOrigin, sessionCookie, sessionFrom, validSession } from "./session";
+import { filesRoute } from "./files-route";
 import { settingsRoute } from "./settings-route";
 import { setupRoute } from "./setup-route";
 
@@ -132,7 +135,8 @@ export async function adminRoute(request: Request, env: Env): Promise<Response> 
     console.error("dashboard: the bindings cannot be used: %s", error instanceof Error ? error.message : String(error));
     return refuse(503, "the knowledge base cannot be reached right now");
   }
-  const routed = (await setupRoute(request, path, deps, api)) ?? (await settingsRoute(request, path, deps, api));
+  const routed =
+    (await setupRoute(request, path, deps, api)) ?? (await settingsRoute(request, path, deps, api)) ?? (await filesRoute(request, path, deps, api));
   if (routed !== null) return routed;
   return api ? apiRoute(request, path, deps) : pageRoute(request, url, path, deps);
 }

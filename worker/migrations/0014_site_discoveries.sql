@@ -1,4 +1,4 @@
--- Migration number: 0016  The owner's "Set up" (the dashboard, worker/src/admin/setup.ts): a site's pages as a discover job
+-- Migration number: 0014  The owner's "Set up" (the dashboard, worker/src/admin/setup.ts): a site's pages as a discover job
 -- found them (helppuff_crawl/kb/discoveries.py), before anything is learned. One row per site: the
 -- latest discovery. A site the owner added from the dashboard is known by this row until its first
 -- crawl (its start URL is here).
