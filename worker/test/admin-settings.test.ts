@@ -59,7 +59,7 @@ beforeEach(async () => {
   for (const table of ["facts", "site_settings", "crawl_requests", "crawl_runs"]) await env.DB.prepare(`DELETE FROM ${table}`).run();
   await env.DB.prepare("INSERT INTO crawl_runs (id, site, start_url, status, started_at, heartbeat_at) VALUES ('run-1', ?, 'https://acme.com.au/', 'done', ?, ?)")
     .bind(SITE, "2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z").run();
-  for (const [key, value] of [["name", `Acme Plumbing ${XSS}`], ["telephone", "03 9000 1234"]]) {
+  for (const [key, value] of [["name", `Acme Plumbing ${XSS}`], ["telephone", "03 9000 1234"], ["phones", ["+61390001234", "0400 555 666"]]]) {
     await env.DB.prepare("INSERT INTO facts (site, key, value, source, source_url, updated_at) VALUES (?, ?, ?, 'crawl', 'https://acme.com.au/contact', '2026-11-01T00:00:00Z')")
       .bind(SITE, key, JSON.stringify(value)).run();
   }
@@ -92,7 +92,9 @@ describe("business details", () => {
     expect(queue.jobs).toEqual([expect.objectContaining({ site: SITE, kind: "urls", urls: ["https://acme.com.au/"], reason: "owner: business details changed" })]);
     const answer = await chat("What's your phone number?");
     expect(answer).toContain("03 9999 0000");
-    expect(answer).not.toContain("03 9000 1234");
+    expect(answer).not.toMatch(/9000.?1234/u); // the old number leaves the other numbers too
+    expect(answer).toContain("0400 555 666");
+    expect(await fact("phones")).toEqual({ value: JSON.stringify(["0400 555 666"]), source: "owner" });
     expect((await send(`/admin/sites/${SITE}/settings?notice=details`)).text).toContain("Yours (saved ");
 
     // Emptied: the owner's value goes (the pages' comes back at the next crawl).

@@ -15,7 +15,7 @@ function item(file: ListedFile, i: number): Html {
     file.state === "waiting"
       ? html`<strong>Waiting</strong> for the crawl worker to read it (uploaded ${file.at}; <code>helppuff serve</code> runs one).`
       : file.state === "learned"
-        ? html`<strong>Learned</strong> ${file.at}: ${file.title ? html`“${file.title}”, ` : null}${file.pages > 0 ? `${file.pages} pages, ` : null}${file.chars} characters of text.`
+        ? html`<strong>Learned</strong> ${file.at}: ${file.title ? html`“${file.title}”, ` : null}${file.pages > 0 ? `${file.pages} page${file.pages === 1 ? "" : "s"}, ` : null}${file.chars} characters of text.`
         : html`<strong>Failed</strong>: ${file.reason}`;
   return html`<li><p class="question" id="file-${i}">${file.name}</p><p class="meta">${file.kind} · ${size(file.bytes)}</p><p${file.state === "failed" ? html` class="error-text"` : null}>${state}</p></li>`;
 }

@@ -7,7 +7,9 @@
  * (chat/facts.ts), so a new phone number is in the next answer. The facts passage the search finds
  * (helppuff://facts) is rebuilt by the crawler: saving asks for a crawl job of the start page, whose
  * crawl rebuilds it (kb/after_crawl.py). A field emptied removes the owner's value; the value read from
- * the pages comes back at the next crawl. The rules are the CLI's (`helppuff knowledge facts set`):
+ * the pages comes back at the next crawl. A phone number or email address replaced also leaves the
+ * list of the others (facts `phones`, `emails`; the owner's from then on), so the chat stops giving
+ * it. The rules are the CLI's (`helppuff knowledge facts set`):
  * checkOwnerFact, cases in helppuff_crawl/schema/owner_fact_cases.json.
  *
  * Answering. The persona (backend.prompt), the answer's length (backend.maxAnswerSentences), "double-
@@ -159,6 +161,14 @@ export async function saveDetails(deps: SettingsDeps, site: string, startUrl: st
   const current = await readSiteSettings(deps.db, site);
   if (current.status !== 200) return current;
   const details = (current.body["settings"] as SiteSettings).details;
+  let listed: Map<string, string[]>;
+  try {
+    const rows = await deps.db.all<{ key: string; value: string }>("SELECT key, value FROM facts WHERE site = ? AND key IN ('phones', 'emails')", [site]);
+    listed = new Map(rows.map((row) => [row.key, listOf(row.value)]));
+  } catch (error) {
+    logFailure(site, "D1 cannot be read", error);
+    return UNREADABLE;
+  }
   const statements: Array<readonly [string, readonly unknown[]]> = [];
   const changed: string[] = [];
   const now = iso(deps.now);
@@ -177,12 +187,15 @@ export async function saveDetails(deps: SettingsDeps, site: string, startUrl: st
       errors[detail.key] = checked.error;
       continue;
     }
-    statements.push([
-      "INSERT INTO facts (site, key, value, source, source_url, updated_at) VALUES (?, ?, ?, 'owner', '', ?) " +
-        "ON CONFLICT (site, key) DO UPDATE SET value = excluded.value, source = 'owner', source_url = '', updated_at = excluded.updated_at",
-      [site, detail.key, JSON.stringify(checked.value), now],
-    ]);
+    statements.push(ownerFact(site, detail.key, checked.value, now));
     changed.push(detail.key);
+    // The number (or address) replaced leaves the list of the others too, so the chat stops giving it.
+    const others = OTHERS[detail.key];
+    if (others !== undefined && detail.value !== "") {
+      const list = listed.get(others) ?? [];
+      const kept = list.filter((item) => sameContact(detail.key, item) !== sameContact(detail.key, detail.value));
+      if (kept.length !== list.length) statements.push(ownerFact(site, others, kept, now));
+    }
   }
   if (Object.keys(errors).length > 0) return { status: 400, body: { error: Object.values(errors).join("; "), errors } };
   if (statements.length === 0) return { status: 200, body: { changed: [], job: null } };
@@ -200,6 +213,31 @@ export async function saveDetails(deps: SettingsDeps, site: string, startUrl: st
     logFailure(site, "the crawl job cannot be saved", error);
   }
   return { status: 200, body: { changed, job: asked === null ? null : { request: asked.job.request, kind: asked.job.kind, sent: asked.sent } } };
+}
+
+/** The list that holds a detail's other values: the other phone numbers, the other email addresses. */
+const OTHERS: Readonly<Record<string, string>> = { telephone: "phones", email: "emails" };
+
+/** What makes two phone numbers (the last eight digits: chat/facts.ts) or two addresses one. */
+function sameContact(key: string, value: string): string {
+  return key === "telephone" ? value.replace(/\D/gu, "").slice(-8) : value.trim().toLowerCase();
+}
+
+function listOf(json: string): string[] {
+  try {
+    const value: unknown = JSON.parse(json);
+    return Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+function ownerFact(site: string, key: string, value: unknown, now: string): readonly [string, readonly unknown[]] {
+  return [
+    "INSERT INTO facts (site, key, value, source, source_url, updated_at) VALUES (?, ?, ?, 'owner', '', ?) " +
+      "ON CONFLICT (site, key) DO UPDATE SET value = excluded.value, source = 'owner', source_url = '', updated_at = excluded.updated_at",
+    [site, key, JSON.stringify(value), now],
+  ];
 }
 
 function lines(value: unknown): string[] | unknown {
