@@ -11,7 +11,11 @@ export function json(status: number, body: unknown, headers: Record<string, stri
   });
 }
 
-/** The request's body as text, or null when it is over MAX_BODY_BYTES (as declared, or as sent). */
+/**
+ * The request's body as text, or null when it is over MAX_BODY_BYTES: a declared Content-Length over
+ * it is refused unread; a body without one is read whole (Cloudflare bounds it) and then measured.
+ * An upload has its own reader that stops at its limit (admin/files.ts readLimited).
+ */
 export async function readBody(request: Request): Promise<string | null> {
   if (Number(request.headers.get("content-length") ?? "0") > MAX_BODY_BYTES) return null;
   const bytes = await request.arrayBuffer(); // not request.text(): a form's body is text too

@@ -150,7 +150,7 @@ export interface Gap {
 const gapOut = (row: GapRow): Gap => camelRow<Gap>(row);
 
 const GAP_COLUMNS = "id, question, asked, first_asked_at, last_asked_at, state, answer_id";
-export const GAP_ID = /^[0-9a-f]{8}$/u;
+const GAP_ID = /^[0-9a-f]{8}$/u;
 
 /** The site's gaps in `state` (open, answered, dismissed or all), most asked first: 200 {site, state, gaps}. */
 export async function listGaps(db: SqlDatabase, site: string, state: string): Promise<Outcome> {
@@ -181,7 +181,8 @@ function newId(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-async function readGap(db: SqlDatabase, site: string, gapId: string): Promise<GapRow | undefined | Outcome> {
+/** The gap `gapId` of `site`, or the answer to give: 404 (no such gap) or 503 (D1 fails). */
+async function readGap(db: SqlDatabase, site: string, gapId: string): Promise<GapRow | Outcome> {
   if (!GAP_ID.test(gapId)) return { status: 404, body: { error: `gap ${JSON.stringify(gapId).slice(0, 40)}: not a gap id` } };
   try {
     const [gap] = await db.all<GapRow>(`SELECT ${GAP_COLUMNS} FROM knowledge_gaps WHERE site = ? AND id = ?`, [site, gapId]);
@@ -208,7 +209,7 @@ export async function answerGap(deps: Pick<OwnerDeps, "db" | "queue" | "now">, s
 
   const now = iso(deps.now);
   const gap = await readGap(deps.db, site, gapId);
-  if (gap === undefined || "status" in gap) return gap ?? UNREADABLE;
+  if ("status" in gap) return gap;
   if (gap.state === "answered") return alreadyAnswered(gap);
   const checkedTitle = checkTitle(gap.question);
   const title = "title" in checkedTitle ? checkedTitle.title : "";
@@ -225,7 +226,7 @@ export async function answerGap(deps: Pick<OwnerDeps, "db" | "queue" | "now">, s
     );
     if (claimed.length === 0) {
       const current = await readGap(deps.db, site, gapId);
-      return current !== undefined && !("status" in current) ? alreadyAnswered(current) : { status: 409, body: { error: `gap ${gapId} is already answered` } };
+      return "status" in current ? { status: 409, body: { error: `gap ${gapId} is already answered` } } : alreadyAnswered(current);
     }
   } catch (error) {
     logFailure(site, "the gap cannot be updated", error);
@@ -274,7 +275,7 @@ export async function answerGap(deps: Pick<OwnerDeps, "db" | "queue" | "now">, s
  */
 export async function dismissGap(db: SqlDatabase, site: string, gapId: string): Promise<Outcome> {
   const gap = await readGap(db, site, gapId);
-  if (gap === undefined || "status" in gap) return gap ?? UNREADABLE;
+  if ("status" in gap) return gap;
   if (gap.state === "answered") return alreadyAnswered(gap);
   if (gap.state === "dismissed") return { status: 200, body: { gap: gapOut(gap), already: true } };
   try {
@@ -289,7 +290,7 @@ export async function dismissGap(db: SqlDatabase, site: string, gapId: string): 
   }
   // Changed meanwhile (answered or dismissed in another tab): say which.
   const current = await readGap(db, site, gapId);
-  if (current === undefined || "status" in current) return current ?? UNREADABLE;
+  if ("status" in current) return current;
   return current.state === "answered" ? alreadyAnswered(current) : { status: 200, body: { gap: gapOut(current), already: true } };
 }
 

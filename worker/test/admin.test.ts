@@ -87,6 +87,9 @@ describe("access", () => {
       expect(answer.headers.get("set-cookie")).toBeNull();
       expect(answer.text).toContain("That is not the owner token.");
     }
+    const huge = await send("/admin/login", { form: { token: "x".repeat(70_000) } });
+    expect([huge.status, huge.headers.get("set-cookie")]).toEqual([413, null]);
+    expect(huge.text).toContain("That is too long for a token");
   });
 
   it("login attempts are limited per IP: past the limit even the right token waits", async () => {

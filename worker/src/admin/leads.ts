@@ -8,8 +8,8 @@ import { iso } from "../jobs";
 import { type Outcome, camelRow } from "../owner";
 import type { SqlDatabase } from "../ports";
 
-export const LEAD_STATES = ["open", "done", "all"] as const;
-export const LEAD_ID = /^[0-9a-zA-Z-]{1,64}$/u;
+const LEAD_STATES = ["open", "done", "all"] as const;
+const LEAD_ID = /^[0-9a-zA-Z-]{1,64}$/u;
 
 const LEAD_COLUMNS = "id, name, phone, email, need, excerpt, source, created_at, handled_at, notified_at, notify_error";
 

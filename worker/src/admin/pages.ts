@@ -1,8 +1,10 @@
 /**
- * The dashboard's pages, server-rendered with plain forms (no script): the login, the sites, and per
- * site "Questions to answer" (the knowledge gaps) and "Leads". Every value from D1 goes through
- * `html` (html.ts), so it is shown as text. A later page is one more function here and one more
- * entry in SITE_PAGES (and LISTS, for a page that lists items).
+ * The dashboard's shared page parts, server-rendered with plain forms (no script): the navigation
+ * (SITE_PAGES, every site page in its order), the login, the sites, a message, the tabs of a list
+ * page (LISTS), and "Questions to answer" (the knowledge gaps) and "Leads". The other pages render in
+ * their own modules (setup-page.ts, knowledge-page.ts, answers.ts, files-page.ts, settings-page.ts),
+ * routed by route.ts and its *-route.ts. Every value from D1 goes through `html` (html.ts), so it is
+ * shown as text.
  */
 import { type Gap, MAX_TEXT_CHARS } from "../owner";
 import { type Html, html, page } from "./html";

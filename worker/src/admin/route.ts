@@ -48,7 +48,7 @@ import { type Gap, type Outcome, OWNER_TOKEN_SECRET, answerGap, dismissGap, list
 import type { CrawlQueue, SqlDatabase } from "../ports";
 import { SITE_NAME } from "../request";
 import { decode, fields } from "./form";
-import { SECURITY_HEADERS, STYLESHEET, htmlResponse, seeOther } from "./html";
+import { SECURITY_HEADERS, STYLESHEET, STYLESHEET_PATH, htmlResponse, seeOther } from "./html";
 import { answersApi, answersPage } from "./answers";
 import { knowledgeApi } from "./knowledge";
 import { knowledgeAction, knowledgeNotice, knowledgeResponse } from "./knowledge-page";
@@ -89,7 +89,8 @@ async function login(request: Request, env: Env, token: string, now: Date): Prom
     });
   }
   const body = await fields(request);
-  const given = typeof body?.["token"] === "string" ? body["token"].trim() : "";
+  if (body === null) return htmlResponse(413, loginPage({ text: `That is too long for a token (at most ${MAX_BODY_BYTES} bytes).`, error: true }));
+  const given = typeof body["token"] === "string" ? body["token"].trim() : "";
   if (!(await rightToken(given, token))) {
     return htmlResponse(401, loginPage({ text: "That is not the owner token.", error: true }));
   }
@@ -105,7 +106,7 @@ export async function adminRoute(request: Request, env: Env): Promise<Response> 
   const refuse = (status: number, error: string, headers: Record<string, string> = {}): Response =>
     api ? apiJson(status, { error }, headers) : htmlResponse(status, messagePage("Not allowed", error, null, false), headers);
 
-  if (path === "/admin/style.css") {
+  if (path === STYLESHEET_PATH) {
     return new Response(STYLESHEET, { headers: { ...SECURITY_HEADERS, "content-type": "text/css; charset=utf-8", "cache-control": "no-cache" } });
   }
   if (!get && request.method !== "POST") return refuse(405, "use GET or POST", { allow: "GET, POST" });

@@ -67,7 +67,7 @@ const BASE_URL_VARS: Readonly<Record<Provider, keyof ProviderVars>> = {
   anthropic: "ANTHROPIC_BASE_URL",
 };
 
-/** A whole answer's bound: a provider call that takes longer is given up (and the answer with it). */
+/** One provider call's bound, its stream included (common.ts timeoutMs): a call that takes longer is given up, and the answer with it. An answer that uses tools makes more than one call, each with this bound. */
 export const PROVIDER_TIMEOUT_MS = 60_000;
 
 export interface GeneratorOptions {
