@@ -147,6 +147,16 @@ interface Reading extends Checked {
  * The settings JSON text (null when the site has no settings row) as a document with a "backend"
  * object (a document without one is read as the backend object itself), checked against the schema.
  */
+// The last settings text's faults: a chat request reads its site's settings four times (the guard,
+// the backend type, retrieval, the retriever), and an isolate serves one site's requests in a row, so
+// the schema checks each text once. The faults are read, never changed, by every reader.
+let lastChecked: { text: string; faults: Reading["faults"] } | null = null;
+
+function faultsOf(text: string, doc: Json): Reading["faults"] {
+  if (lastChecked?.text !== text) lastChecked = { text, faults: SCHEMA.faults(doc) };
+  return lastChecked.faults;
+}
+
 function readDocument(text: string | null): Reading {
   const none = (problem: string | null): Reading => ({ doc: { backend: {} }, problem, faults: [], notes: new Map() });
   if (text === null || text.trim() === "") return none(null);
@@ -160,7 +170,7 @@ function readDocument(text: string | null): Reading {
   const doc = isObject(root["backend"]) ? root : { ...root, backend: root };
   const notes = readLeniently(doc);
   try {
-    return { doc, problem: null, faults: SCHEMA.faults(doc), notes };
+    return { doc, problem: null, faults: faultsOf(text, doc), notes };
   } catch (error) {
     return none(`site settings cannot be checked (${String(error)}); defaults used`);
   }
