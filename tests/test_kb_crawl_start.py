@@ -17,7 +17,7 @@ from helppuff_crawl.kb.crawl_start import RELEARN, CrawlStart, open_crawl
 from helppuff_crawl.kb.furniture import save_furniture
 from helppuff_crawl.kb.learn import Passages, learn, prepare, rows_of
 from helppuff_crawl.kb.pages import page_row_statement
-from helppuff_crawl.kb.site_index import ModelMismatch
+from helppuff_crawl.kb.site_index import ModelMismatch, take_site
 from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
 from helppuff_crawl.text.boilerplate import Furniture
 from helppuff_crawl.text.chunking import ChunkSizes
@@ -216,3 +216,23 @@ def test_a_crawl_that_stores_nothing_leaves_the_site_as_it_was(tmp_path: Path): 
     start = got["start"]
     assert (start["targeted"], start["relearn"], start["full_instead"], start["mended"]) == ((f"{A}/hot-water",), False, "", {})
     assert start["pages"] == {f"{A}/hot-water": f"hash-of-{A}/hot-water"}
+
+
+async def _answer_first(kb: Any) -> dict[str, Any]:
+    before = _writer(kb)
+    await open_crawl(before, SITE)
+    await _learn_page(before, f"{A}/hot-water", _HOT)
+    # An own answer or a file written with other chunk sizes before the next crawl claims the site
+    # first: the change must still make every page be learned again.
+    after = _writer(kb, MODEL, ChunkSizes(100, 400))
+    changed = await take_site(after, SITE)
+    start = await open_crawl(after, SITE)
+    hashes = await kb.query("SELECT content_hash FROM pages WHERE site = ?", [SITE])
+    return {"changed": changed, "relearn": start.relearn, "hashes": hashes}
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_change_claimed_outside_a_crawl_is_not_lost(tmp_path: Path):  # type: ignore[no-untyped-def]
+    got = yield run_async(_on_kb(tmp_path, _answer_first))
+    assert got["changed"] is True and got["relearn"] is False  # the crawl's own claim sees no change now
+    assert got["hashes"] == [{"content_hash": ""}]  # but the pages are learned again all the same

@@ -283,13 +283,12 @@ def _owner_line(counts: dict[str, int]) -> str:
 
 async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
     from helppuff_crawl.kb import facts_table
-    from helppuff_crawl.kb.site_index import claim_site, ensure_index
+    from helppuff_crawl.kb.site_index import take_site
 
     kb, writer, embedder = open_knowledge(settings)
     try:
         await facts_table.set_owner_fact(kb, site, key, facts_table.parse_owner_value(value))
-        await ensure_index(writer)
-        await claim_site(writer, site)
+        await take_site(writer, site)
         chunks = await facts_table.write_facts_passage(kb, writer, embedder.embed, site)
         await writer.wait_for_writes()
         return chunks
@@ -300,15 +299,14 @@ async def set_fact(settings: Any, site: str, key: str, value: str) -> int:
 async def detect_facts(settings: Any, site: str, dry_run: bool) -> tuple[Any, int]:
     """Read the site's stored contact, home and location pages for its missing facts; (the detection, passage chunks)."""
     from helppuff_crawl.kb import facts_detect, facts_table
-    from helppuff_crawl.kb.site_index import claim_site, ensure_index
+    from helppuff_crawl.kb.site_index import take_site
 
     kb, writer, embedder = open_knowledge(settings)
     try:
         found = await facts_detect.detect(kb, site, facts_detect.PageFactsConfig.from_settings(settings), dry_run=dry_run)
         chunks = 0
         if found.stored:
-            await ensure_index(writer)
-            await claim_site(writer, site)
+            await take_site(writer, site)
             chunks = await facts_table.write_facts_passage(kb, writer, embedder.embed, site)
             await writer.wait_for_writes()
         return found, chunks

@@ -20,7 +20,7 @@ from helppuff_crawl.kb.database import (
     KnowledgeBase,
     find_or_create_database,
 )
-from helppuff_crawl.kb.site_index import claim_site, ensure_index
+from helppuff_crawl.kb.site_index import take_site
 from helppuff_crawl.kb.writer import IndexConfig, KnowledgeWriter
 from helppuff_crawl.local.d1 import migration_files
 
@@ -90,8 +90,7 @@ async def deploy_data(settings: Any, site: str, *, dry_run: bool = False) -> Dat
         plan.database_id, plan.database_created = await find_or_create_database(kb.client, backend)
         plan.migrations = await apply_migrations(kb)
         plan.index_created = await kb.client.vectorize_get_index(writer.index) is None
-        await ensure_index(writer)
-        await claim_site(writer, site)
+        await take_site(writer, site)
         await writer.wait_for_writes()  # the metadata index in place before any vector is written
         plan.queue_id, plan.queue_made = await ensure_queue(kb.client, queue)
         backend.state.record_queue(backend.account, queue.name, plan.queue_id)

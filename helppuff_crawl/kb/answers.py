@@ -25,7 +25,7 @@ from helppuff_crawl.schema.contract import ANSWERS_URL
 from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
-from helppuff_crawl.kb.site_index import claim_site, ensure_index
+from helppuff_crawl.kb.site_index import take_site
 from helppuff_crawl.kb.writer import KnowledgeWriter
 
 logger = logging.getLogger(__name__)
@@ -83,8 +83,7 @@ async def add_answer(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn,
     title, text = check_answer(title, text)
     now = iso(utc_now())
     answer = {"id": secrets.token_hex(4), "title": title, "text": text, "updated_at": now}
-    await ensure_index(writer)
-    await claim_site(writer, site)
+    await take_site(writer, site)
     await kb.query("INSERT INTO own_answers (id, site, title, text, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                    [answer["id"], site, title, text, now, now])
     try:

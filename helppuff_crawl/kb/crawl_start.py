@@ -3,8 +3,8 @@ for the crawl's writes, read once, and what the crawl is decided, published as o
 
 `open_crawl(writer, site, only, store)`, in this order:
 
-1. the vector index is checked (kb/site_index.py ensure_index) and the site claimed with the writer's
-   model and chunk sizes (claim_site): mixing models in one index is refused (ModelMismatch); a
+1. the vector index is checked and the site claimed (kb/site_index.py take_site) with the writer's
+   model and chunk sizes: mixing models in one index is refused (ModelMismatch); a
    change of model or sizes makes every page of the site be learned again (content hashes cleared,
    `relearn`);
 2. what a killed crawl left half-written is mended (reconcile; `mended` counts it);
@@ -33,8 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from helppuff_crawl.kb.furniture import load_furniture
-from helppuff_crawl.kb.pages import redo_all_pages
-from helppuff_crawl.kb.site_index import claim_site, ensure_index, reconcile
+from helppuff_crawl.kb.site_index import reconcile, take_site
 from helppuff_crawl.kb.writer import KnowledgeWriter, KnownSite
 
 if TYPE_CHECKING:
@@ -63,10 +62,7 @@ async def open_crawl(writer: KnowledgeWriter, site: str, only: Sequence[str] = (
     Raises ModelMismatch or CloudflareError when the knowledge base cannot take the crawl."""
     relearn, mended = False, {}
     if store:
-        await ensure_index(writer)
-        relearn = await claim_site(writer, site)
-        if relearn:
-            await redo_all_pages(writer.kb, site)
+        relearn = await take_site(writer, site)
         mended = await reconcile(writer, site)
     known = await KnownSite.load(writer.kb, site, writer.model)
     targeted, full_instead = tuple(only), ""

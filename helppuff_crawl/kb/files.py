@@ -28,7 +28,7 @@ from helppuff_crawl.schema.contract import FILES_URL
 from helppuff_crawl.embed.models import EmbedFn
 from helppuff_crawl.kb.database import KnowledgeBase
 from helppuff_crawl.kb.learn import Passages, learn
-from helppuff_crawl.kb.site_index import claim_site, ensure_index
+from helppuff_crawl.kb.site_index import take_site
 from helppuff_crawl.kb.writer import KnowledgeWriter
 from helppuff_crawl.text.documents import Document, DocumentError, read_document
 from helppuff_crawl.web.categories import categorize
@@ -90,8 +90,7 @@ async def upload_file(kb: KnowledgeBase, writer: KnowledgeWriter, embed: EmbedFn
         # Info, not a warning: the Upload says why, and every caller reports it (the CLI in one line).
         logger.info("Upload of %s for %s failed: %s", name, site, reason)
         return Upload(file_id, name, "failed", reason)
-    await ensure_index(writer)
-    await claim_site(writer, site)
+    await take_site(writer, site)
     # Passages first: a row says "ok" only once its passages are written.
     passages = Passages(site, file_url(file_id), document.title, file_category(name, document.title),
                         document.markdown)

@@ -6,6 +6,9 @@ left half-written, mended.
 - `claim_site(writer, site)`: the site's model, dimensions, index and chunk sizes are recorded in D1
   `site_index`; True when the model or the sizes changed (every page of the site is then learned
   again); refused (ModelMismatch) when another site in the index uses another model.
+- `take_site(writer, site)`: both, before anything of the site is written (a crawl's start, an own
+  answer, a file, a fact, a deploy): when the claim changed, every page's content hash is cleared
+  (kb/pages.py redo_all_pages) so the next crawl learns each page again; True then.
 - `reconcile(writer, site)`, at the start of a crawl (kb/crawl_start.py), finishes what a killed crawl
   left (kb/writer.py describes the write it cuts short): `deleting` ids are deleted; `writing` ids are
   deleted too (their chunk row may hold older text), and their pages are marked to be redone (content
@@ -21,6 +24,7 @@ import logging
 
 from helppuff_crawl.clock import iso, utc_now
 from helppuff_crawl.cloudflare.client import CloudflareError
+from helppuff_crawl.kb.pages import redo_all_pages
 from helppuff_crawl.kb.writer import KnowledgeWriter, in_lists
 
 logger = logging.getLogger(__name__)
@@ -65,6 +69,17 @@ async def ensure_index(writer: KnowledgeWriter) -> None:
         except CloudflareError as exc:
             if exc.status != 409:  # 409: another crawl made it meanwhile
                 raise
+
+
+async def take_site(writer: KnowledgeWriter, site: str) -> bool:
+    """The index made ready and the site claimed; True (and every page to be learned again) when the
+    site's model or chunk sizes changed. Whoever claims first after the change makes the pages learned
+    again, so the change is never lost to a writer that only adds an answer or a file."""
+    await ensure_index(writer)
+    relearn = await claim_site(writer, site)
+    if relearn:
+        await redo_all_pages(writer.kb, site)
+    return relearn
 
 
 async def claim_site(writer: KnowledgeWriter, site: str) -> bool:
