@@ -144,6 +144,23 @@ describe("answering settings", () => {
     expect(((await settingsDoc())["backend"] as { retrieval: unknown }).retrieval).toEqual({ rerankerModel: "@cf/baai/bge-reranker-base" });
   });
 
+  it("the schedule and the webhook: saved where helppuff.json keeps them, an emptied webhook none", async () => {
+    const page = await send(`/admin/sites/${SITE}/settings`);
+    expect(page.text).toContain('<option value="weekly" selected>weekly</option>');
+    const saved = await send(`/admin/sites/${SITE}/settings/answering`, { form: { schedule: "daily", webhookUrl: " https://hooks.acme.example/helppuff " } });
+    expect(saved.status).toBe(303);
+    const doc = await settingsDoc();
+    expect(doc["knowledge"]).toEqual({ website: { schedule: "daily" } });
+    expect((doc["backend"] as { leads: unknown }).leads).toEqual({ webhookUrl: "https://hooks.acme.example/helppuff" });
+    expect((await send(`/admin/sites/${SITE}/settings`)).text).toContain('<option value="daily" selected>daily</option>');
+    await send(`/admin/sites/${SITE}/settings/answering`, { form: { webhookUrl: "" } });
+    expect(((await settingsDoc())["backend"] as { leads: unknown }).leads).toEqual({ webhookUrl: null });
+    const refused = await send(`/admin/sites/${SITE}/settings/answering`, { form: { schedule: "hourly", webhookUrl: "http://hooks.example/x" } });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain("schedule: must be");
+    expect(refused.text).toContain("webhookUrl: must be an https:// URL");
+  });
+
   it("a value the schema refuses is named with its rule and nothing is saved", async () => {
     const refused = await send(`/admin/sites/${SITE}/settings/answering`, { form: { maxAnswerSentences: "50", persona: "Hi" } });
     expect(refused.status).toBe(400);

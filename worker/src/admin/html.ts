@@ -104,13 +104,14 @@ ol.items > li { background: #fff; border: 1px solid var(--line); border-radius: 
 .excerpt { white-space: pre-wrap; background: #f2f3f5; padding: 0.5rem; border-radius: 4px; font-size: 0.875rem; }
 label { display: block; font-weight: 600; margin-bottom: 0.25rem; }
 input[type="file"] { font: inherit; max-width: 100%; }
+select { font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; background: #fff; }
 textarea, input[type="password"], input[type="text"], input[type="url"], input[type="tel"], input[type="email"], input[type="number"] { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #8a93a3; border-radius: 4px; }
 textarea { min-height: 5rem; }
 .actions { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 0.5rem; }
 button { font: inherit; padding: 0.5rem 1rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; min-height: 2.75rem; }
 button.secondary { background: #fff; color: var(--accent); }
 button.link { background: none; border: none; color: var(--accent); text-decoration: underline; padding: 0.25rem; min-height: auto; }
-a:focus-visible, button:focus-visible, textarea:focus-visible, input:focus-visible { outline: 3px solid #f2a900; outline-offset: 2px; }
+a:focus-visible, button:focus-visible, textarea:focus-visible, input:focus-visible, select:focus-visible { outline: 3px solid #f2a900; outline-offset: 2px; }
 .notice { padding: 0.75rem 1rem; border-radius: 4px; background: #e7f3e9; border: 1px solid #9cc9a5; }
 .error-text { color: var(--bad); }
 .notice.error { background: #fbeaea; border-color: #e0a3a3; color: var(--bad); }

@@ -5,7 +5,7 @@
  */
 import { type Html, html, page } from "./html";
 import { type Notice, navigation } from "./pages";
-import type { Detail, SiteSettings } from "./settings";
+import { type Detail, SCHEDULES, type SiteSettings } from "./settings";
 
 function source(detail: Detail): string {
   if (detail.source === "owner") return `Yours (saved ${detail.updatedAt}). Empty it to go back to what your pages say, at the next crawl.`;
@@ -45,6 +45,12 @@ ${settings.details.map((detail) => detailField(detail, given))}
 <div class="field"><label for="origins">Websites the chat may be used from</label>
 <textarea id="origins" name="allowedOrigins" aria-describedby="origins-help">${given["allowedOrigins"] ?? answering.allowedOrigins.join("\n")}</textarea>
 <p class="meta" id="origins-help">One per line, like https://acme.com.au. The chat widget answers only on these.</p></div>
+<div class="field"><label for="schedule">Crawl the site again</label>
+<select id="schedule" name="schedule" aria-describedby="schedule-help">${SCHEDULES.map((choice) => html`<option value="${choice}"${choice === (given["schedule"] ?? answering.schedule) ? html` selected` : null}>${choice}</option>`)}</select>
+<p class="meta" id="schedule-help">How often the crawler comes back to learn what changed on your pages.</p></div>
+<div class="field"><label for="webhook">Send each new lead and question to (a webhook)</label>
+<input id="webhook" name="webhookUrl" type="url" value="${given["webhookUrl"] ?? answering.webhookUrl}" aria-describedby="webhook-help">
+<p class="meta" id="webhook-help">An https:// address that receives each callback request and each question the assistant could not answer; empty for none.</p></div>
 <div class="actions"><button type="submit">Save answering settings</button></div>
 </form>`;
   return page("Settings", body, navigation(site, "settings"), notice);

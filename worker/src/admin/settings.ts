@@ -14,7 +14,9 @@
  *
  * Answering. The persona (backend.prompt), the answer's length (backend.maxAnswerSentences), "double-
  * check answers" (backend.retrieval.rerankerModel: the schema's default reranker, or null for none)
- * and the pages the chat may be used from (backend.allowedOrigins), checked strictly against
+ * and the pages the chat may be used from (backend.allowedOrigins), the schedule of the site's crawls
+ * (knowledge.website.schedule) and the webhook each new lead and question is sent to
+ * (backend.leads.webhookUrl, signed with its webhookSecret, which only helppuff.json sets), checked strictly against
  * helppuff.schema.json (the Worker otherwise reads the file leniently): a value that breaks its rule
  * is refused with the schema's words, and nothing is saved. The document is written whole, in one
  * statement; `helppuff config pull` brings it back into the operator's helppuff.json, and a later
@@ -56,7 +58,12 @@ export interface Answering {
   maxAnswerSentences: number;
   doubleCheck: boolean;
   allowedOrigins: string[];
+  schedule: string; // knowledge.website.schedule: how often the scheduled crawl comes back
+  webhookUrl: string; // backend.leads.webhookUrl: where each new lead and knowledge.gap is sent ("": none)
 }
+
+/** The schedules a site may have (the schema's). */
+export const SCHEDULES = (SCHEMA.node(["knowledge", "website", "schedule"]).enum ?? []) as readonly string[];
 
 /** The site's settings as the page and the API show them. */
 export interface SiteSettings {
@@ -105,14 +112,18 @@ function shown(json: string): string {
 
 function answeringOf(doc: Json): Answering {
   const backend = isObject(doc["backend"]) ? (doc["backend"] as Json) : {};
-  const read = (path: string[]): unknown => SCHEMA.read(["backend", ...path], valueAt(backend, path), { faults: SCHEMA.faults(doc), notes: new Map() }, []);
+  const checked = { faults: SCHEMA.faults(doc), notes: new Map<string, string>() };
+  const read = (path: string[]): unknown => SCHEMA.read(path, valueAt(doc, path), checked, []);
   // allowedOrigins may sit next to "backend" too; the backend's win (settings.ts readBackend).
-  const origins = "allowedOrigins" in backend || !Array.isArray(doc["allowedOrigins"]) ? read(["allowedOrigins"]) : doc["allowedOrigins"];
+  const origins = "allowedOrigins" in backend || !Array.isArray(doc["allowedOrigins"]) ? read(["backend", "allowedOrigins"]) : doc["allowedOrigins"];
+  const webhook = read(["backend", "leads", "webhookUrl"]);
   return {
-    persona: String(read(["prompt"]) ?? ""),
-    maxAnswerSentences: Number(read(["maxAnswerSentences"])),
-    doubleCheck: read(["retrieval", "rerankerModel"]) !== null,
+    persona: String(read(["backend", "prompt"]) ?? ""),
+    maxAnswerSentences: Number(read(["backend", "maxAnswerSentences"])),
+    doubleCheck: read(["backend", "retrieval", "rerankerModel"]) !== null,
     allowedOrigins: Array.isArray(origins) ? origins.map(String) : [],
+    schedule: String(read(["knowledge", "website", "schedule"]) ?? ""),
+    webhookUrl: typeof webhook === "string" ? webhook : "",
   };
 }
 
@@ -247,7 +258,8 @@ function lines(value: unknown): string[] | unknown {
 }
 
 /**
- * Save the answering settings `given` ({persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?};
+ * Save the answering settings `given` ({persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?,
+ * schedule?, webhookUrl? ("" for none)};
  * a form's text is read as a number, "on" as true, lines as a list): 200 {answering}; 400 {error,
  * errors: {field: rule}} with nothing saved; 503.
  */
@@ -283,6 +295,21 @@ export async function saveAnswering(deps: SettingsDeps, site: string, given: Rec
   if ("allowedOrigins" in given) {
     backend["allowedOrigins"] = lines(given["allowedOrigins"]);
     changed.push(["allowedOrigins", ["backend", "allowedOrigins"]]);
+  }
+  if ("webhookUrl" in given) {
+    const url = given["webhookUrl"];
+    const leads: Json = isObject(backend["leads"]) ? (backend["leads"] as Json) : {};
+    leads["webhookUrl"] = typeof url === "string" ? (url.trim() === "" ? null : url.trim()) : url;
+    backend["leads"] = leads;
+    changed.push(["webhookUrl", ["backend", "leads", "webhookUrl"]]);
+  }
+  if ("schedule" in given) {
+    const knowledge: Json = isObject(doc["knowledge"]) ? (doc["knowledge"] as Json) : {};
+    const website: Json = isObject(knowledge["website"]) ? (knowledge["website"] as Json) : {};
+    website["schedule"] = given["schedule"];
+    knowledge["website"] = website;
+    doc["knowledge"] = knowledge;
+    changed.push(["schedule", ["knowledge", "website", "schedule"]]);
   }
   doc["backend"] = backend;
   const errors: Record<string, string> = {};
