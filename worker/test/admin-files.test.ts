@@ -115,6 +115,26 @@ describe("uploads", () => {
     expect(await kept()).toEqual({ uploads: 1, parts: 1 });
   });
 
+  it("a learned file removed is out of the search at once; a waiting one goes with its bytes", async () => {
+    await env.DB.prepare(
+      "INSERT INTO knowledge_files (id, site, name, title, kind, bytes, sha256, pages, chars, status, reason, markdown, created_at, updated_at) VALUES " +
+        "('f1', ?, 'price-list.pdf', 'Price list 2026', 'pdf', 2048, 'x', 3, 1500, 'ok', '', '', '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')",
+    ).bind(SITE).run();
+    for (const table of ["chunks", "vectors"]) await env.DB.prepare(`DELETE FROM ${table} WHERE site = ?`).bind(SITE).run();
+    await env.DB.prepare("INSERT INTO chunks (id, site, url, ordinal, heading_path, title, category, text, content_hash, updated_at) VALUES ('c-f1', ?, 'helppuff://file/f1', 0, ?, 'Price list 2026', 'pricing', 'Call-out $99', 'h', '2026-12-01T00:00:00Z')").bind(SITE, JSON.stringify(["Price list 2026"])).run();
+    await env.DB.prepare("INSERT INTO vectors (id, site, namespace, model, content_hash, state, updated_at) VALUES ('c-f1', ?, ?, '@local/all-minilm-l6-v2', 'h', 'live', '2026-12-01T00:00:00Z')").bind(SITE, SITE).run();
+    expect((await post(`/admin/sites/${SITE}/files`, multipart("terms.md", new TextEncoder().encode("# Terms")))).status).toBe(303);
+    const removed = await post(`/admin/sites/${SITE}/files/remove`, new URLSearchParams({ name: "price-list.pdf" }), { "content-type": "application/x-www-form-urlencoded" });
+    expect([removed.status, removed.headers.get("location")]).toEqual([303, `/admin/sites/${SITE}/files?notice=removed`]);
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM chunks WHERE url = 'helppuff://file/f1'").first()).toEqual({ n: 0 });
+    expect(await env.DB.prepare("SELECT state FROM vectors WHERE id = 'c-f1'").first()).toEqual({ state: "deleting" });
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM knowledge_files").first()).toEqual({ n: 0 });
+    const waiting = await post(`/admin/api/sites/${SITE}/files/remove`, JSON.stringify({ name: "terms.md" }), { "content-type": "application/json" });
+    expect([waiting.status, JSON.parse(waiting.text).job]).toEqual([200, null]);
+    expect(await kept()).toEqual({ uploads: 0, parts: 0 });
+    expect((await post(`/admin/api/sites/${SITE}/files/remove`, JSON.stringify({ name: "terms.md" }), { "content-type": "application/json" })).status).toBe(404);
+  });
+
   it("the list: a name with markup as text; learned and failed files with their state", async () => {
     expect((await post(`/admin/sites/${SITE}/files`, multipart(`${XSS}.txt`, new TextEncoder().encode("hello")))).status).toBe(303);
     await env.DB.prepare(

@@ -1,6 +1,7 @@
 /**
  * The routes of "Files" (files.ts), in front of the dashboard's others (route.ts): the page, an upload
- * from its form, and the JSON API (GET the list; POST a file's bytes with ?name=, or a multipart form).
+ * from its form, a file's removal, and the JSON API (GET the list; POST a file's bytes with ?name=, or a
+ * multipart form; POST .../files/remove {name}).
  * `filesRoute` answers these and null for every other path; the session and the same-origin check are
  * route.ts's, done before. An upload's body is read here with its own limit (10 MB and the form's
  * room), never by the dashboard's reader of small forms.
@@ -9,14 +10,19 @@ import { json } from "../http";
 import { siteStartUrl } from "../owner";
 import type { SqlDatabase, CrawlQueue } from "../ports";
 import { SITE_NAME } from "../request";
-import { decode } from "./form";
-import { MAX_FILE_BYTES, MULTIPART_ROOM, TOO_BIG, type ListedFile, keepUpload, listFiles, multipartFile, readLimited } from "./files";
+import { decode, fields } from "./form";
+import { MAX_FILE_BYTES, MULTIPART_ROOM, TOO_BIG, type ListedFile, keepUpload, listFiles, multipartFile, readLimited, removeFile } from "./files";
 import { filesPage } from "./files-page";
 import { SECURITY_HEADERS, htmlResponse, seeOther } from "./html";
 import { messagePage } from "./pages";
 
-const PAGE = /^\/admin\/sites\/([^/]+)\/files$/u;
-const API = /^\/admin\/api\/sites\/([^/]+)\/files$/u;
+const PAGE = /^\/admin\/sites\/([^/]+)\/files(\/remove)?$/u;
+const API = /^\/admin\/api\/sites\/([^/]+)\/files(\/remove)?$/u;
+
+const NOTICES: Readonly<Record<string, string>> = {
+  uploaded: "Uploaded. The crawl worker reads it next: this page shows when it is learned.",
+  removed: "Removed: the assistant no longer answers from it.",
+};
 
 interface Deps {
   db: SqlDatabase;
@@ -41,13 +47,22 @@ export async function filesRoute(request: Request, path: string, deps: Deps, api
     if (listed.status !== 200) return refuse(listed.status, String(listed.body["error"]));
     return htmlResponse(status, filesPage(site, listed.body["files"] as ListedFile[], notice));
   };
+  if (match[2] !== undefined) {
+    if (get) return refuse(405, "use the page's buttons (POST)");
+    const body = await fields(request);
+    if (body === null) return refuse(413, "the request is too large");
+    const removed = await removeFile(deps, site, known.startUrl, body["name"]);
+    if (api) return answer(removed.status, removed.body);
+    if (removed.status === 200) return seeOther(`/admin/sites/${site}/files?notice=removed`);
+    return page(removed.status, { text: String(removed.body["error"]), error: true });
+  }
   if (get) {
     if (api) {
       const listed = await listFiles(deps.db, site);
       return answer(listed.status, listed.body);
     }
-    const uploaded = new URL(request.url).searchParams.get("notice") === "uploaded";
-    return page(200, uploaded ? { text: "Uploaded. The crawl worker reads it next: this page shows when it is learned." } : null);
+    const asked = new URL(request.url).searchParams.get("notice") ?? "";
+    return page(200, Object.hasOwn(NOTICES, asked) ? { text: NOTICES[asked] ?? "" } : null);
   }
 
   const contentType = request.headers.get("content-type") ?? "";

@@ -6,7 +6,9 @@
  *        crawl worker (since when), learned (title, pages, characters), failed with the reason
  *   POST /admin/sites/:site/files (multipart/form-data, field "file")   303 back with a notice; 413 or
  *        415 with the page saying why
+ *   POST /admin/sites/:site/files/remove (form: name)   a file taken out; 303 back
  *   GET  /admin/api/sites/:site/files                200 {site, files: [...]}
+ *   POST /admin/api/sites/:site/files/remove {name}  200 {removed, job}; 404
  *   POST /admin/api/sites/:site/files?name=NAME      the file's bytes as the body (or multipart, field
  *        "file"): 202 {upload: {id, name, kind, bytes}, job}; 413, 415, 400
  *
@@ -18,7 +20,13 @@
  * there whole or not at all; then a crawl job of the start page is asked, whose crawl reads it
  * (helppuff_crawl/kb/uploads.py, with the CLI's reader: `helppuff knowledge upload`) and then drops the
  * bytes. The same name uploaded again while waiting replaces the waiting one.
+ *
+ * Removing a file takes it out at once, as removing an own answer does (answers.ts): its row and its
+ * passages' chunk rows go in one batch (the search drops a vector with no chunk row) and its vectors
+ * are marked for deletion, which the next crawl's start does (a crawl job is asked); a file still
+ * waiting is simply dropped with its bytes.
  */
+import { FILES_URL_PREFIX } from "../contract";
 import { type Asked, askForJob, iso } from "../jobs";
 import type { Outcome } from "../owner";
 import type { SqlDatabase } from "../ports";
@@ -192,4 +200,43 @@ export async function multipartFile(bytes: Uint8Array, contentType: string): Pro
   const file = form.get("file");
   if (file === null || typeof file === "string") return { error: "choose a file to upload" };
   return { name: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+}
+
+/** Take the file `name` of `site` out (see the top of this file): 200 {removed, job}; 404; 503. */
+export async function removeFile(deps: SetupDeps, site: string, startUrl: string, given: unknown): Promise<Outcome> {
+  const name = typeof given === "string" ? given : "";
+  const now = iso(deps.now);
+  let learned: boolean;
+  try {
+    const [waiting] = await deps.db.all<{ id: string }>("SELECT id FROM file_uploads WHERE site = ? AND name = ?", [site, name]);
+    const [read] = await deps.db.all<{ id: string }>("SELECT id FROM knowledge_files WHERE site = ? AND name = ?", [site, name]);
+    if (waiting === undefined && read === undefined) return { status: 404, body: { error: `${name.slice(0, 200)}: no file of ${site} has that name` } };
+    if (deps.db.batch === undefined) throw new Error("this D1 port runs no batch");
+    const statements: Array<readonly [string, readonly unknown[]]> = [];
+    if (waiting !== undefined) {
+      statements.push(["DELETE FROM file_upload_parts WHERE upload_id = ?", [waiting.id]], ["DELETE FROM file_uploads WHERE id = ?", [waiting.id]]);
+    }
+    if (read !== undefined) {
+      const url = `${FILES_URL_PREFIX}${read.id}`;
+      statements.push(
+        ["UPDATE vectors SET state = 'deleting', updated_at = ? WHERE id IN (SELECT id FROM chunks WHERE site = ? AND url = ?)", [now, site, url]],
+        ["DELETE FROM chunks WHERE site = ? AND url = ?", [site, url]],
+        ["DELETE FROM knowledge_files WHERE site = ? AND id = ?", [site, read.id]],
+      );
+    }
+    await deps.db.batch(statements);
+    learned = read !== undefined;
+  } catch (error) {
+    logFailure(site, "the file cannot be removed", error);
+    return { status: 503, body: { error: "the file cannot be removed right now" } };
+  }
+  let asked: Asked | null = null;
+  if (learned) {
+    try {
+      asked = await askForJob(deps.db, deps.queue, site, "urls", [startUrl], `owner: file removed (${name})`.slice(0, 300), 0, deps.now);
+    } catch (error) {
+      logFailure(site, "the crawl job cannot be saved", error);
+    }
+  }
+  return { status: 200, body: { removed: name, job: asked === null ? null : asked.job.request } };
 }
