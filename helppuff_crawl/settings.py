@@ -129,6 +129,10 @@ HELPPUFF_D1_DATABASE = os.environ.get("HELPPUFF_D1_DATABASE", "helppuff")
 # the Worker's chat; "" = extractive answers. Its model name: "" passes the Worker's model id through.
 HELPPUFF_LOCAL_CHAT_URL = os.environ.get("HELPPUFF_LOCAL_CHAT_URL", "")
 HELPPUFF_LOCAL_CHAT_MODEL = os.environ.get("HELPPUFF_LOCAL_CHAT_MODEL", "")
+# `helppuff deploy`: the address the owner's emails (a new lead, a new question: backend.leads.email) come
+# from, on a domain onboarded to Cloudflare Email Service; set, the Worker gets the send_email binding EMAIL
+# and the variable EMAIL_FROM. "" = no binding (no email is sent; the webhook still is).
+HELPPUFF_EMAIL_FROM = os.environ.get("HELPPUFF_EMAIL_FROM", "")
 # `helppuff serve`: the Retell account's API key (env RETELL_API_KEY), passed to the Worker as its secret
 # RETELL_API_KEY, which verifies the Retell custom function's calls; "" = not passed.
 HELPPUFF_RETELL_API_KEY = os.environ.get("RETELL_API_KEY", "")

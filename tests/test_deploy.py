@@ -167,3 +167,14 @@ def test_the_workers_url_and_the_widget_tag_from_wranglers_output() -> None:
         '<script src="https://helppuff.acme-plumbing.workers.dev/widget.js" data-site="acme" async></script>')
     with pytest.raises(WorkerDeployError, match="no workers.dev URL"):
         worker_url("Uploaded helppuff (4.12 sec)\nDeployed helppuff triggers (1.03 sec)\n  example.com/*\n")
+
+
+def test_the_send_email_binding_only_when_a_sender_is_named() -> None:
+    from helppuff_crawl.deploy.worker import WorkerTarget, deploy_config
+
+    plain = deploy_config(WorkerTarget("helppuff", "db-id", "helppuff"))
+    assert "send_email" not in plain and "EMAIL_FROM" not in (plain.get("vars") or {})
+    mailing = deploy_config(WorkerTarget("helppuff", "db-id", "helppuff", email_from="helppuff@acme.com.au"))
+    assert mailing["send_email"] == [{"name": "EMAIL"}]
+    assert mailing["vars"]["EMAIL_FROM"] == "helppuff@acme.com.au"
+    assert {k: v for k, v in mailing["vars"].items() if k != "EMAIL_FROM"} == (plain.get("vars") or {})

@@ -56,7 +56,8 @@ def deploy(settings: Any, site: str, *, dry_run: bool, worker: bool, outdir: Pat
     report: dict[str, Any] = {**plan.as_dict(), "lines": plan.lines()}
     if not worker:
         return report
-    target = WorkerTarget(plan.database, plan.database_id or PLACEHOLDER_ID, plan.index, plan.queue)
+    target = WorkerTarget(plan.database, plan.database_id or PLACEHOLDER_ID, plan.index, plan.queue,
+                          str(settings.get("HELPPUFF_EMAIL_FROM") or ""))
     folder = (outdir or Path(tempfile.mkdtemp(prefix="helppuff-bundle-"))) if dry_run else backend.data_dir
     # The sites' module retrievers, bundled in (helppuff_crawl/deploy/entry.py), read from the stored settings.
     entry = None

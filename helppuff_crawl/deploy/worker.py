@@ -48,6 +48,7 @@ class WorkerTarget:
     database_id: str
     index: str
     queue: str = ""  # the crawl queue its CRAWL_QUEUE producer sends to (HELPPUFF_QUEUE); "": as declared
+    email_from: str = ""  # HELPPUFF_EMAIL_FROM: the owner's emails' sender; "": no send_email binding
 
 
 def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR, entry: Path | None = None) -> dict[str, Any]:
@@ -66,6 +67,11 @@ def deploy_config(target: WorkerTarget, worker_dir: Path = WORKER_DIR, entry: Pa
     for producer in (config.get("queues") or {}).get("producers") or []:
         if target.queue and producer.get("binding") == "CRAWL_QUEUE":
             producer["queue"] = target.queue
+    if target.email_from:
+        # The owner's email of each new lead and question (worker/src/notify-email.ts): a send_email
+        # binding needs Cloudflare Email Service on the account, so it is added only when asked for.
+        config["send_email"] = [{"name": "EMAIL"}]
+        config["vars"] = {**(config.get("vars") or {}), "EMAIL_FROM": target.email_from}
     return config
 
 

@@ -77,6 +77,9 @@ _INDEX = re.compile(_ACCOUNT + r"/vectorize/v2/indexes/(?P<index>[^/]+)(?P<actio
 _AI_RUN = re.compile(_ACCOUNT + r"/ai/run/(?P<model>.+)$")
 _QUEUES = re.compile(_ACCOUNT + r"/queues$")
 _QUEUE = re.compile(_ACCOUNT + r"/queues/(?P<queue>[^/]+)(?P<action>/.*)?$")
+# Not Cloudflare's: the local stand-in of the Worker's send_email binding (worker/src/notify-email.ts).
+_OUTBOX = re.compile(_ACCOUNT + r"/helppuff/outbox$")
+OUTBOX = "outbox"  # <data dir>/outbox: the emails the Worker would have sent, one text file each
 # Queues routes under /queues/{id}: (method, action) -> LocalQueues method name (those with a body).
 _QUEUE_ROUTES = {
     ("POST", "/consumers"): "create_consumer",
@@ -132,6 +135,13 @@ def _json_body(body: bytes) -> Any:
         raise VectorizeError(400, 7400, "The request body is not valid JSON") from exc
 
 
+def _email_text(message: dict[str, Any]) -> str:
+    """An email as a text file: its headers, a blank line, its text (what an .eml holds, unencoded)."""
+    head = [f"{name}: {' '.join(str(message.get(name.lower(), '')).split())}" for name in ("From", "To", "Subject")]
+    return "\n".join([*head, "X-HelpPuff: written by the local stand-in of the send_email binding; not sent", "",
+                      str(message.get("text", ""))]) + "\n"
+
+
 class LocalCloud:
     """Cloudflare's API slice on local files. Thread-safe; one instance per data folder.
 
@@ -153,6 +163,22 @@ class LocalCloud:
         self._indexes: dict[str, LocalVectorIndex] = {}
         self._queues: LocalQueues | None = None
         self._lock = threading.Lock()
+
+    # --- the outbox: the local stand-in of the Worker's send_email binding ---------------------
+
+    def _outbox(self, body: bytes) -> Response:
+        """Write the email the Worker would have sent to <data dir>/outbox/<time>-<id>.eml; send nothing."""
+        message = _json_body(body)
+        if not isinstance(message, dict) or not all(isinstance(message.get(k), str) and message.get(k)
+                                                    for k in ("from", "to", "subject", "text")):
+            return _error(400, 10400, "an email needs from, to, subject and text")
+        folder = self.data_dir / OUTBOX
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        path = folder / f"{stamp}-{uuid.uuid4().hex[:8]}.eml"
+        path.write_text(_email_text(message), encoding="utf-8")
+        logger.info("Local outbox: the email to %s written to %s (not sent)", message["to"], path)
+        return _envelope({"path": str(path)})
 
     # --- D1 databases: a registry of UUID -> name ---------------------------------------
 
@@ -299,6 +325,8 @@ class LocalCloud:
             return _error(exc.status, exc.code, exc.message)
 
     def _route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: dict[str, str]) -> Response:
+        if _OUTBOX.match(path) and method == "POST":
+            return self._outbox(body)
         if (match := _D1_QUERY.match(path)) and method == "POST":
             return self._d1_query(match["db"], body)
         if _D1_DATABASES.match(path):

@@ -11,6 +11,7 @@
  * HELPPUFF_LOCAL_CLOUD_URL is set) the ports are shims that call the local cloud over loopback
  * (dev.ts), chosen in `backendsFromEnv` alone.
  */
+import { LOCAL_FROM, type Mailer, type OwnerEmail, localOutbox, mailerFromBinding } from "./notify-email";
 import type { ProviderVars } from "./chat/providers";
 import { type LocalCloudVars, localCloudBackends, localCloudConfig, localCloudQueue } from "./dev";
 import type { AiRunner, Backends, CrawlQueue, RateLimiter, RetrieverPorts, SqlDatabase, VectorIndex } from "./ports";
@@ -25,6 +26,8 @@ export interface Env extends LocalCloudVars, ProviderVars {
   CHAT_SITE_LIMITER?: RateLimiter;
   OWNER_LOGIN_LIMITER?: RateLimiter; // the dashboard's login attempts, per IP (admin/session.ts)
   OWNER_API_LIMITER?: RateLimiter; // the owner's /v1 routes, per IP (owner.ts)
+  EMAIL?: Mailer; // the send_email binding: the owner's email of each new lead and question (notify-email.ts)
+  EMAIL_FROM?: string; // the address those emails come from (a domain onboarded to Email Service)
   CRAWL_QUEUE?: Queue<string>; // the crawl queue's producer (absent in env "local": dev.ts sends instead)
   // Secrets (`wrangler secret put NAME`; `helppuff serve` passes them from its environment in the env file).
   RETELL_API_KEY?: string; // the Retell account's API key: verifies X-Retell-Signature (retell.ts)
@@ -87,6 +90,13 @@ export function backendsFromEnv(env: Env): Backends {
 /** The chat's rate limiters: per visitor and per site (null when not bound). */
 export function rateLimitersFromEnv(env: Env): { visitor: RateLimiter | null; site: RateLimiter | null } {
   return { visitor: env.CHAT_VISITOR_LIMITER ?? null, site: env.CHAT_SITE_LIMITER ?? null };
+}
+
+/** How the owner's email is sent: the local stand-in under `helppuff serve`, else the EMAIL binding with EMAIL_FROM, else none. */
+export function ownerEmailFromEnv(env: Env): OwnerEmail | null {
+  const local = localCloudConfig(env);
+  if (local !== null) return { mailer: localOutbox(local), from: LOCAL_FROM };
+  return mailerFromBinding(env.EMAIL, env.EMAIL_FROM);
 }
 
 /** The owner's /v1 routes' limiter (null when not bound: then they are not limited). */

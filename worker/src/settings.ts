@@ -64,7 +64,7 @@ export interface Backend {
   budget: { dailyNeurons: number; maxInputTokens: number };
   allowedOrigins: readonly string[];
   allowNoOrigin: boolean;
-  leads: { webhookUrl: string | null; webhookSecret: string | null };
+  leads: { webhookUrl: string | null; webhookSecret: string | null; email: string | null };
 }
 
 export type BackendType = Backend["type"];

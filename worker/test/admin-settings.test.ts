@@ -153,8 +153,11 @@ describe("answering settings", () => {
     expect(doc["knowledge"]).toEqual({ website: { schedule: "daily" } });
     expect((doc["backend"] as { leads: unknown }).leads).toEqual({ webhookUrl: "https://hooks.acme.example/helppuff" });
     expect((await send(`/admin/sites/${SITE}/settings`)).text).toContain('<option value="daily" selected>daily</option>');
-    await send(`/admin/sites/${SITE}/settings/answering`, { form: { webhookUrl: "" } });
-    expect(((await settingsDoc())["backend"] as { leads: unknown }).leads).toEqual({ webhookUrl: null });
+    await send(`/admin/sites/${SITE}/settings/answering`, { form: { email: "owner@acme.com.au" } });
+    expect(((await settingsDoc())["backend"] as { leads: unknown }).leads).toEqual({ webhookUrl: "https://hooks.acme.example/helppuff", email: "owner@acme.com.au" });
+    expect((await send(`/admin/sites/${SITE}/settings/answering`, { form: { email: "owner at acme" } })).text).toContain("email: must be an email address");
+    await send(`/admin/sites/${SITE}/settings/answering`, { form: { webhookUrl: "", email: "" } });
+    expect(((await settingsDoc())["backend"] as { leads: unknown }).leads).toEqual({ webhookUrl: null, email: null });
     const refused = await send(`/admin/sites/${SITE}/settings/answering`, { form: { schedule: "hourly", webhookUrl: "http://hooks.example/x" } });
     expect(refused.status).toBe(400);
     expect(refused.text).toContain("schedule: must be");

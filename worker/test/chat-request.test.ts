@@ -87,7 +87,7 @@ describe("parseChatSettings", () => {
       locale: "en-GB", timezone: "Europe/London", maxAnswerSentences: 3, historyMessages: 4,
       tools: { callback: false, businessHours: true }, dailyNeurons: 500, maxInputTokens: 4000,
       allowedOrigins: ["https://acme.com.au", "http://localhost:8080"], allowNoOrigin: true,
-      leads: { webhookUrl: null, webhookSecret: null },
+      leads: { webhookUrl: null, webhookSecret: null, email: null },
     };
     expect(parseChatSettings(JSON.stringify(backend))).toEqual({ settings: wanted, problems: [] });
     expect(parseChatSettings(JSON.stringify({ backend })).settings).toEqual(wanted);

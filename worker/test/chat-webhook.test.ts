@@ -79,17 +79,18 @@ describe("backend.leads settings", () => {
   const leadsOf = (backend: Record<string, unknown>) => parseChatSettings(JSON.stringify({ backend })).settings.leads;
 
   it("has no webhook by default", () => {
-    expect(DEFAULT_CHAT_SETTINGS.leads).toEqual({ webhookUrl: null, webhookSecret: null });
-    expect(parseChatSettings(null).settings.leads).toEqual({ webhookUrl: null, webhookSecret: null });
+    expect(DEFAULT_CHAT_SETTINGS.leads).toEqual({ webhookUrl: null, webhookSecret: null, email: null });
+    expect(parseChatSettings(null).settings.leads).toEqual({ webhookUrl: null, webhookSecret: null, email: null });
   });
 
   it.each([
-    [{ webhookUrl: HOOK, webhookSecret: SECRET }, { webhookUrl: HOOK, webhookSecret: SECRET }],
-    [{ webhookUrl: "https://hooks.example.com" }, { webhookUrl: "https://hooks.example.com/", webhookSecret: null }],
-    [{ webhookUrl: "http://127.0.0.1:8000/lead" }, { webhookUrl: "http://127.0.0.1:8000/lead", webhookSecret: null }],
-    [{ webhookUrl: "http://localhost:3000/lead" }, { webhookUrl: "http://localhost:3000/lead", webhookSecret: null }],
-    [{ webhookUrl: "http://[::1]:3000/lead" }, { webhookUrl: "http://[::1]:3000/lead", webhookSecret: null }],
-    [{ webhookUrl: null, webhookSecret: null }, { webhookUrl: null, webhookSecret: null }],
+    [{ webhookUrl: HOOK, webhookSecret: SECRET }, { webhookUrl: HOOK, webhookSecret: SECRET, email: null }],
+    [{ webhookUrl: "https://hooks.example.com" }, { webhookUrl: "https://hooks.example.com/", webhookSecret: null, email: null }],
+    [{ webhookUrl: "http://127.0.0.1:8000/lead" }, { webhookUrl: "http://127.0.0.1:8000/lead", webhookSecret: null, email: null }],
+    [{ webhookUrl: "http://localhost:3000/lead" }, { webhookUrl: "http://localhost:3000/lead", webhookSecret: null, email: null }],
+    [{ webhookUrl: "http://[::1]:3000/lead" }, { webhookUrl: "http://[::1]:3000/lead", webhookSecret: null, email: null }],
+    [{ webhookUrl: null, webhookSecret: null }, { webhookUrl: null, webhookSecret: null, email: null }],
+    [{ email: "owner@acme.com.au" }, { webhookUrl: null, webhookSecret: null, email: "owner@acme.com.au" }],
   ])("reads %j", (leads, wanted) => {
     const parsed = parseChatSettings(JSON.stringify({ backend: { leads } }));
     expect(parsed).toEqual({ settings: { ...parseChatSettings(null).settings, leads: wanted }, problems: [] });
@@ -99,6 +100,7 @@ describe("backend.leads settings", () => {
     expect(parseChatSettings(JSON.stringify({ leads: { webhookUrl: HOOK, webhookSecret: SECRET } })).settings.leads).toEqual({
       webhookUrl: HOOK,
       webhookSecret: SECRET,
+      email: null,
     });
   });
 
@@ -122,7 +124,7 @@ describe("backend.leads settings", () => {
 
   it("refuses a leads value that is not an object", () => {
     expect(parseChatSettings(JSON.stringify({ backend: { leads: HOOK } })).problems).toEqual(["backend.leads must be an object; default used"]);
-    expect(leadsOf({ leads: [HOOK] })).toEqual({ webhookUrl: null, webhookSecret: null });
+    expect(leadsOf({ leads: [HOOK] })).toEqual({ webhookUrl: null, webhookSecret: null, email: null });
   });
 });
 
@@ -297,7 +299,7 @@ describe("notifyLead", () => {
     const scheduled: Array<Promise<void>> = [];
     await notifyLead(
       { db, now: () => NOW, delivery: delivery({ timeoutMs: 60_000 }), waitUntil: (p) => void scheduled.push(p) },
-      { webhookUrl: HOOK, webhookSecret: null },
+      { webhookUrl: HOOK, webhookSecret: null, email: null },
       lead,
     );
     expect(scheduled).toHaveLength(1);

@@ -51,6 +51,9 @@ ${settings.details.map((detail) => detailField(detail, given))}
 <div class="field"><label for="webhook">Send each new lead and question to (a webhook)</label>
 <input id="webhook" name="webhookUrl" type="url" value="${given["webhookUrl"] ?? answering.webhookUrl}" aria-describedby="webhook-help">
 <p class="meta" id="webhook-help">An https:// address that receives each callback request and each question the assistant could not answer; empty for none.</p></div>
+<div class="field"><label for="owner-email">Email me each new lead and question</label>
+<input id="owner-email" name="email" type="email" value="${given["email"] ?? answering.email}" aria-describedby="owner-email-help">
+<p class="meta" id="owner-email-help">Your address; empty for no email. (Locally, with helppuff serve, the emails are written to the data folder's outbox instead of sent.)</p></div>
 <div class="actions"><button type="submit">Save answering settings</button></div>
 </form>`;
   return page("Settings", body, navigation(site, "settings"), notice);

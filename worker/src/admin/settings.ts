@@ -16,7 +16,8 @@
  * check answers" (backend.retrieval.rerankerModel: the schema's default reranker, or null for none)
  * and the pages the chat may be used from (backend.allowedOrigins), the schedule of the site's crawls
  * (knowledge.website.schedule) and the webhook each new lead and question is sent to
- * (backend.leads.webhookUrl, signed with its webhookSecret, which only helppuff.json sets), checked strictly against
+ * (backend.leads.webhookUrl, signed with its webhookSecret, which only helppuff.json sets) and the
+ * owner's address for an email of each (backend.leads.email: notify-email.ts), checked strictly against
  * helppuff.schema.json (the Worker otherwise reads the file leniently): a value that breaks its rule
  * is refused with the schema's words, and nothing is saved. The document is written whole, in one
  * statement; `helppuff config pull` brings it back into the operator's helppuff.json, and a later
@@ -60,6 +61,7 @@ export interface Answering {
   allowedOrigins: string[];
   schedule: string; // knowledge.website.schedule: how often the scheduled crawl comes back
   webhookUrl: string; // backend.leads.webhookUrl: where each new lead and knowledge.gap is sent ("": none)
+  email: string; // backend.leads.email: the owner's address for an email of each new lead and question ("": none)
 }
 
 /** The schedules a site may have (the schema's). */
@@ -124,6 +126,7 @@ function answeringOf(doc: Json): Answering {
     allowedOrigins: Array.isArray(origins) ? origins.map(String) : [],
     schedule: String(read(["knowledge", "website", "schedule"]) ?? ""),
     webhookUrl: typeof webhook === "string" ? webhook : "",
+    email: String(read(["backend", "leads", "email"]) ?? ""),
   };
 }
 
@@ -259,7 +262,7 @@ function lines(value: unknown): string[] | unknown {
 
 /**
  * Save the answering settings `given` ({persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?,
- * schedule?, webhookUrl? ("" for none)};
+ * schedule?, webhookUrl?, email? ("" for none)};
  * a form's text is read as a number, "on" as true, lines as a list): 200 {answering}; 400 {error,
  * errors: {field: rule}} with nothing saved; 503.
  */
@@ -302,6 +305,13 @@ export async function saveAnswering(deps: SettingsDeps, site: string, given: Rec
     leads["webhookUrl"] = typeof url === "string" ? (url.trim() === "" ? null : url.trim()) : url;
     backend["leads"] = leads;
     changed.push(["webhookUrl", ["backend", "leads", "webhookUrl"]]);
+  }
+  if ("email" in given) {
+    const address = given["email"];
+    const leads: Json = isObject(backend["leads"]) ? (backend["leads"] as Json) : {};
+    leads["email"] = typeof address === "string" ? (address.trim() === "" ? null : address.trim()) : address;
+    backend["leads"] = leads;
+    changed.push(["email", ["backend", "leads", "email"]]);
   }
   if ("schedule" in given) {
     const knowledge: Json = isObject(doc["knowledge"]) ? (doc["knowledge"] as Json) : {};

@@ -39,6 +39,7 @@
  * sends `knowledge.gap` to the site's webhook (backend.leads.webhookUrl), signed and delivered as
  * the lead event is (webhook.ts `postEvent`).
  */
+import { type OwnerEmail, emailOwner, gapEmail } from "../notify-email";
 import { chatRequestFields } from "../contract";
 import type { Backends, SqlDatabase } from "../ports";
 import { DEFAULT_RETRIEVE_OPTIONS, modelPassages, retrieve } from "../retrieve";
@@ -112,6 +113,8 @@ export interface GapNoteDeps {
   db: SqlDatabase;
   now: () => Date;
   delivery: DeliveryOptions;
+  /** The owner's email (notify-email.ts); null or absent: none. */
+  email?: OwnerEmail | null;
 }
 
 function describe(error: unknown): string {
@@ -121,7 +124,7 @@ function describe(error: unknown): string {
 
 /**
  * Record `question` as a gap of `site` and, when it is new, send knowledge.gap to the site's
- * webhook (awaited: the caller is already in the background). Never throws.
+ * webhook and email it to the owner (awaited: the caller is already in the background). Never throws.
  */
 export async function noteGap(deps: GapNoteDeps, site: string, leads: ChatSettings["leads"], question: string): Promise<RecordedGap | null> {
   let gap: RecordedGap;
@@ -140,6 +143,10 @@ export async function noteGap(deps: GapNoteDeps, site: string, leads: ChatSettin
       deps.now,
     );
     if (!result.ok) console.error("gap webhook for site %s, gap %s failed: %s", site, gap.id, result.error);
+  }
+  const email = deps.email ?? null;
+  if (gap.asked === 1 && leads.email !== null && email !== null) {
+    await emailOwner(email.mailer, gapEmail(site, gap.question, email.from, leads.email), site, `gap ${gap.id}`);
   }
   return gap;
 }

@@ -28,6 +28,8 @@
  * Every answer to an allowed origin carries Access-Control-Allow-Origin for it. A lead saved while
  * answering goes to the site's lead webhook through `waitUntil` (webhook.ts), after the answer.
  */
+import { type OwnerEmail } from "../notify-email";
+import { ownerEmailFromEnv } from "../bindings";
 import type { Env } from "../bindings";
 import { type RateLimiters, admit, dailyBudget, routeBindings } from "../guard";
 import { json } from "../http";
@@ -59,6 +61,8 @@ export interface ChatDeps {
   delivery?: Partial<DeliveryOptions>;
   /** The providers' keys and base URLs (the Worker's env) and their fetch; none: Workers AI only. */
   providers?: GeneratorOptions;
+  /** The owner's email of each new lead and question (notify-email.ts); none: no email. */
+  email?: OwnerEmail | null;
 }
 
 function describe(error: unknown): string {
@@ -73,7 +77,7 @@ export async function chatRoute(
   ctx?: Pick<ExecutionContext, "waitUntil">,
 ): Promise<Response> {
   const bindings = routeBindings(env, "chat", ctx);
-  return bindings instanceof Response ? bindings : handleChat(request, rawSite, { ...bindings, providers: { vars: env } });
+  return bindings instanceof Response ? bindings : handleChat(request, rawSite, { ...bindings, providers: { vars: env }, email: ownerEmailFromEnv(env) });
 }
 
 /** Answer a chat request for `rawSite` (the path segment, still URL-encoded). */
@@ -103,6 +107,7 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
     now: deps.now,
     waitUntil: deps.waitUntil ?? ((promise: Promise<void>) => promise),
     delivery: { ...DEFAULT_DELIVERY, ...deps.delivery },
+    email: deps.email ?? null,
   };
   const budget = await dailyBudget(db, admitted, deps.now(), "chat");
   if (budget.reached) {
@@ -169,7 +174,7 @@ export async function handleChat(request: Request, rawSite: string, deps: ChatDe
       seen.watch(emit),
     );
     // In the background: the visitor's answer does not wait for the owner's gap list (gaps.ts).
-    const noteDeps = { db, now: deps.now, delivery: answerDeps.delivery };
+    const noteDeps = { db, now: deps.now, delivery: answerDeps.delivery, email: answerDeps.email };
     let finding: Promise<unknown> | null = null;
     if (seen.model === null && unanswered) {
       finding = noteGap(noteDeps, site, settings.leads, retrieved.query || question); // no chat model: today's rule

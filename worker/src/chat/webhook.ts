@@ -21,6 +21,7 @@
  * 3xx is a failure). A lead's outcome goes on its row: `notified_at` (success) or `notify_error`
  * (a one-line reason); failures are logged with the site and the lead or gap id only.
  */
+import { type OwnerEmail, emailOwner, leadEmail } from "../notify-email";
 import type { SqlDatabase } from "../ports";
 import type { ChatSettings } from "../settings";
 import { TimeoutError, withTimeout } from "../timeout";
@@ -54,6 +55,8 @@ export interface LeadNotifyDeps {
   /** Keeps the delivery running after the answer is sent (ExecutionContext.waitUntil). */
   waitUntil: (promise: Promise<void>) => void | Promise<void>;
   delivery: DeliveryOptions;
+  /** The owner's email (notify-email.ts): how it is sent and from whom; null or absent: none. */
+  email?: OwnerEmail | null;
 }
 
 export interface WebhookPayload {
@@ -242,10 +245,19 @@ export async function deliverLead(
 }
 
 /**
- * Send a just-saved lead to the site's webhook through `deps.waitUntil` (so the answer does not
- * wait); nothing when the site names no webhook. Never throws.
+ * Send a just-saved lead to the site's webhook, and email it to the owner (backend.leads.email),
+ * through `deps.waitUntil` (so the answer does not wait); nothing for what the site does not name.
+ * Never throws.
  */
 export async function notifyLead(deps: LeadNotifyDeps, leads: ChatSettings["leads"], lead: SavedLead): Promise<void> {
+  const email = deps.email ?? null;
+  if (leads.email !== null && email !== null) {
+    try {
+      await deps.waitUntil(emailOwner(email.mailer, leadEmail(lead, email.from, leads.email), lead.site, `lead ${lead.id}`));
+    } catch (error) {
+      console.error("lead email for site %s, lead %s could not be started: %s", lead.site, lead.id, describe(error));
+    }
+  }
   const url = leads.webhookUrl;
   if (url === null) return;
   try {
