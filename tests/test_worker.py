@@ -323,3 +323,19 @@ def test_a_discover_that_finds_nothing_says_why(tmp_path: Path) -> None:
     (row,) = kb_rows(tmp_path / "kb", "SELECT state, reason, pages FROM site_discoveries")
     assert (row["state"], row["pages"]) == ("failed", "[]") and row["reason"]
     assert [job["handled_at"] is not None for job in _jobs(tmp_path)] == [True]  # the owner asks again
+
+
+def test_a_detect_job_reads_the_business_details_from_the_pages_kept(serve_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve_site("acme-plumbing")
+    crawled = run_helppuff(tmp_path, "crawl", server.url, "--site", "acme", "--render-js", "never")
+    assert crawled.returncode == 0, crawled.stderr
+    with sqlite3.connect(tmp_path / "kb" / "d1" / "helppuff.sqlite3") as db:  # a detail the crawl read, lost
+        db.execute("DELETE FROM facts WHERE site = 'acme' AND key IN ('email', 'emails')")
+        db.execute("DELETE FROM crawl_requests")  # the crawl's delayed retry of its failed pages: not this test's
+    before = kb_rows(tmp_path / "kb", "SELECT COUNT(*) AS n FROM crawl_runs")
+    request = _recrawl(tmp_path, "acme", "--detect")
+    done = run_helppuff(tmp_path, "worker", "--once", "-s", "HELPPUFF_QUEUE_RETRIES=false")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"job {request} (acme, detect): read ") and "stored: email" in done.stdout, done.stdout
+    assert kb_rows(tmp_path / "kb", "SELECT source FROM facts WHERE site = 'acme' AND key = 'email'") == [{"source": "crawl"}]
+    assert kb_rows(tmp_path / "kb", "SELECT COUNT(*) AS n FROM crawl_runs") == before  # nothing crawled

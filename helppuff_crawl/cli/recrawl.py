@@ -4,6 +4,7 @@
     helppuff recrawl --site acme https://acme.com.au/a    only these pages (at most 100)
     helppuff recrawl --site acme --failed                 the pages that failed for a passing reason, now
     helppuff recrawl --site acme --discover               find and list the pages (the owner's Set up), learn nothing
+    helppuff recrawl --site acme --detect                 read the business details again from the pages kept
 
 The same job the Worker's recrawl webhook asks for (kb/jobs.py): merged with the one waiting for the
 site, if any; a `helppuff worker` runs it. Each URL must be on the site (its host, `www.` and the apex
@@ -29,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--failed", action="store_true", help="the pages that failed for a passing reason")
     parser.add_argument("--discover", action="store_true",
                         help="find and list the site's pages for the dashboard's Set up; nothing is learned")
+    parser.add_argument("--detect", action="store_true",
+                        help="read the business details again from the pages kept (helppuff knowledge facts detect)")
     parser.add_argument("--reason", default="", help="why (kept with the job; default: the command)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
@@ -37,9 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = project_settings(parse_set_options(args.set))
-    if args.discover and (args.urls or args.failed):
-        raise UsageError("--discover lists every page: give no URL and no --failed with it")
-    result = asyncio.run(ask_recrawl(settings, args.site, args.urls, args.failed, args.reason, args.discover))
+    if (args.discover or args.detect) and (args.urls or args.failed or (args.discover and args.detect)):
+        raise UsageError("--discover and --detect crawl no page: give one of them, with no URL and no --failed")
+    result = asyncio.run(ask_recrawl(settings, args.site, args.urls, args.failed, args.reason, args.discover,
+                                     args.detect))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

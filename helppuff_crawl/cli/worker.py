@@ -8,7 +8,8 @@ the local cloud's), takes the job the message names (kb/jobs.py `take`: a job al
 by a worker that is still beating, is left alone), and runs it as `helppuff crawl START_URL --site S`
 in a process of its own (the site's stored helppuff.json as --config; `--only URL` for each page a
 `urls` or `retry` job names; for a `discover` job, `helppuff discover --json`, whose pages it records for
-the owner's Set up: kb/discoveries.py), beating the job while it runs. Then:
+the owner's Set up: kb/discoveries.py; for a `detect` job, `helppuff knowledge facts detect`), beating the
+job while it runs. Then:
 
 - the run is done: the job is handled by it, and the message acknowledged;
 - the crawl refused its input (exit status 2: a bad config, no deploy): the job is given up at once;
@@ -188,13 +189,17 @@ class Worker:
 
     async def crawl(self, kb: Any, job: Any) -> tuple[int, str | None, str]:
         """Run the job's crawl in a process of its own, beating the job; (exit status, run id, result line).
-        A discover job runs `helppuff discover --json` instead and records what it found (`discover`)."""
+        A discover job runs `helppuff discover --json` instead and records what it found (`discovered`); a
+        detect job runs `helppuff knowledge facts detect --json` (the details read from the pages kept)."""
         start_url, config = await self._target(kb, job.site)
         if start_url is None:
             return 2, None, f"site {job.site} has never been crawled: start it with `helppuff crawl URL --site {job.site}`"
         helppuff = str(Path(sys.executable).parent / "helppuff")
-        discover = job.kind == "discover"
-        command = [helppuff, "discover" if discover else "crawl", start_url, "--site", job.site]
+        discover, detect = job.kind == "discover", job.kind == "detect"
+        if detect:
+            command = [helppuff, "knowledge", "facts", "detect", "--site", job.site, "--json"]
+        else:
+            command = [helppuff, "discover" if discover else "crawl", start_url, "--site", job.site]
         if discover:
             command.append("--json")
         for option in self.set_options:
@@ -202,7 +207,7 @@ class Worker:
         for url in job.urls:
             command += ["--only", url]
         with tempfile.TemporaryDirectory(prefix="helppuff-worker-") as folder:
-            if config is not None:
+            if config is not None and not detect:
                 path = Path(folder) / "helppuff.json"
                 path.write_text(json.dumps(config), encoding="utf-8")
                 command += ["--config", str(path)]
@@ -229,6 +234,8 @@ class Worker:
             self.child = None
         if discover:
             return await self.discovered(kb, job.site, start_url, status, stdout, stderr)
+        if detect:
+            return _detected(status, stdout, stderr)
         lines = stdout.decode("utf-8", "replace").strip().splitlines()
         errors = stderr.decode("utf-8", "replace").strip().splitlines()
         run_id = lines[0].split()[1].rstrip(":") if lines and lines[0].startswith("run ") else None
@@ -274,6 +281,20 @@ class Worker:
         except CloudflareError as exc:
             print(f"job {request}: beat not recorded: {one_line(str(exc))}; the crawl goes on",
                   file=sys.stderr, flush=True)
+
+
+def _detected(status: int, stdout: bytes, stderr: bytes) -> tuple[int, str | None, str]:
+    """The result of `helppuff knowledge facts detect --json`: the details it stored, or why it failed."""
+    try:
+        found = json.loads(stdout.decode("utf-8", "replace"))
+    except ValueError:
+        found = None
+    if status != 0 or not isinstance(found, dict):
+        errors = stderr.decode("utf-8", "replace").strip().splitlines()
+        return status or 1, None, errors[-1] if errors else "no output"
+    kept = [str(c.get("key", "")) for c in found.get("kept") or [] if isinstance(c, dict)] if found.get("stored") else []
+    pages = len(found.get("pages") or [])
+    return 0, None, f"read {pages} page{'s' if pages != 1 else ''} for the business details; stored: {', '.join(kept) or 'nothing new'}"
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:

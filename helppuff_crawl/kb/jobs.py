@@ -4,8 +4,9 @@ A job is asked for by the schedule, the recrawl webhook, `helppuff recrawl`, or 
 failed for a passing reason. Asking writes the site's waiting row, merged with the one already waiting
 (`ASK_SQL`, the same statement as worker/src/jobs.ts; shared cases in helppuff_crawl/schema/
 crawl_jobs_cases.json): a full crawl wins; else the pages named join (a retry's with a webhook's);
-more than 100 pages make a full crawl; a discover (find and list the pages, learn nothing) merged with
-a crawl of pages makes a full crawl, which finds them too; the job is due at the earliest of the requests. Then, when no
+more than 100 pages make a full crawl; a discover (find and list the pages, learn nothing) or a detect
+(read the business details from the pages kept) merged with another kind makes a full crawl, which
+does both; the job is due at the earliest of the requests. Then, when no
 message was sent for it yet or the merged job is due earlier than the one sent, a message goes to the
 crawl queue with the delay until it is due: `{site, kind, urls, reason, requested_at, request}`, as
 text (a pull consumer reads text bodies as sent). The row is the truth: a worker reads the row the
@@ -33,7 +34,10 @@ from typing import Any
 from helppuff_crawl.clock import iso, parse_iso, utc_now
 from helppuff_crawl.kb.database import KnowledgeBase
 
-KINDS = ("full", "urls", "retry", "discover")
+KINDS = ("full", "urls", "retry", "discover", "detect")
+# Kinds that crawl no page: a discover lists the pages (Set up), a detect reads the business details
+# from the pages already kept (`helppuff knowledge facts detect`).
+NO_PAGES = ("discover", "detect")
 MAX_URLS = 100
 MAX_REASON = 300
 MAX_DELAY_SECONDS = 12 * 3600  # Queues' longest delay; a job due later is sent at 12 h and waits (take)
@@ -41,9 +45,11 @@ MAX_DELAY_SECONDS = 12 * 3600  # Queues' longest delay; a job due later is sent 
 # The union of the waiting row's pages and the new request's, each once, in order.
 _UNION = ("(SELECT json_group_array(value) FROM (SELECT DISTINCT value FROM ("
           "SELECT value FROM json_each(crawl_requests.urls) UNION ALL SELECT value FROM json_each(excluded.urls))))")
-# A discover merged with a crawl of pages is a full crawl: it finds the pages too.
+# A discover or a detect merged with another kind is a full crawl: it finds the pages and reads the
+# details too.
 _FULL = (f"('full' IN (crawl_requests.kind, excluded.kind) OR json_array_length({_UNION}) > {MAX_URLS} "
-         "OR ('discover' IN (crawl_requests.kind, excluded.kind) AND crawl_requests.kind != excluded.kind))")
+         "OR ((crawl_requests.kind IN ('discover', 'detect') OR excluded.kind IN ('discover', 'detect')) "
+         "AND crawl_requests.kind != excluded.kind))")
 
 #: Ask for a job: ?1 id, ?2 site, ?3 kind, ?4 urls (JSON list), ?5 reason, ?6 now, ?7 due.
 ASK_SQL = (
@@ -51,7 +57,7 @@ ASK_SQL = (
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7) "
     "ON CONFLICT (site) WHERE handled_at IS NULL AND taken_at IS NULL DO UPDATE SET "
     "asked = crawl_requests.asked + 1, last_at = excluded.last_at, "
-    f"kind = CASE WHEN {_FULL} THEN 'full' WHEN crawl_requests.kind = 'discover' THEN 'discover' "
+    f"kind = CASE WHEN {_FULL} THEN 'full' WHEN crawl_requests.kind IN ('discover', 'detect') THEN crawl_requests.kind "
     "WHEN 'urls' IN (crawl_requests.kind, excluded.kind) THEN 'urls' "
     "ELSE 'retry' END, "
     f"urls = CASE WHEN {_FULL} THEN '[]' ELSE {_UNION} END, "
@@ -116,11 +122,12 @@ def parse_message(message: dict[str, Any]) -> CrawlJob:
 
 def check_request(kind: str, urls: Sequence[str], reason: str) -> tuple[str, list[str]]:
     """The kind and pages a request may be written with: "urls" or "retry" with no page is a full crawl;
-    a "discover" (the site's pages found and listed, nothing learned: the owner's Set up) names none."""
+    a "discover" (the site's pages found and listed, nothing learned: the owner's Set up) or a "detect"
+    (the business details read from the pages kept) names none."""
     if kind not in KINDS:
         raise JobError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    pages = [] if kind == "discover" else list(dict.fromkeys(urls))
-    if kind not in ("full", "discover") and not pages:
+    pages = [] if kind in NO_PAGES else list(dict.fromkeys(urls))
+    if kind not in ("full", *NO_PAGES) and not pages:
         kind = "full"
     if len(pages) > MAX_URLS:
         kind, pages = "full", []

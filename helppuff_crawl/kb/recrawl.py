@@ -27,17 +27,19 @@ def on_site(urls: list[str], start_url: str) -> tuple[list[str], list[tuple[str,
 
 
 async def ask_recrawl(settings: Any, site: str, urls: list[str], failed: bool, reason: str,
-                      discover: bool = False) -> dict[str, Any]:
+                      discover: bool = False, detect: bool = False) -> dict[str, Any]:
     """Ask for the job; what was asked, as printed. `discover`: a discover job (the site's pages found and
-    listed for the owner's Set up, nothing learned), also for a site added from the dashboard."""
+    listed for the owner's Set up, nothing learned), also for a site added from the dashboard; `detect`: a
+    detect job (the business details read again from the pages kept)."""
     async with KnowledgeBase.from_settings(settings) as kb:
         last = await runs.last_run(kb, site)
         start = last["start_url"] if last else await discoveries.start_url(kb, site)
         if start is None:
             raise ValueError(f"site {site} has never been crawled: crawl it first (`helppuff crawl URL --site {site}`)")
-        if discover:
+        if discover or detect:
+            kind = "discover" if discover else "detect"
             queue = await open_queue(kb, settings)
-            asked = await jobs.ask(kb, queue, site, "discover", [], reason or "helppuff recrawl --discover")
+            asked = await jobs.ask(kb, queue, site, kind, [], reason or f"helppuff recrawl --{kind}")
             return _asked(site, asked, [])
         kept, refused = on_site(urls, start)
         if urls and not kept:

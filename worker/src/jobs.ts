@@ -6,8 +6,8 @@
  *
  * Asking writes the site's waiting row, merged with the one already waiting: a full crawl wins; else
  * the pages named join (a retry's with a webhook's); more than 100 pages make a full crawl; a
- * discover (find and list the pages, learn nothing) merged with a crawl of pages makes a full crawl,
- * which finds them too; the job
+ * discover (find and list the pages, learn nothing) or a detect (read the business details from the
+ * pages kept) merged with another kind makes a full crawl, which does both; the job
  * is due at the earliest of the requests. Then, when no message was sent for it yet or the merged job
  * is due earlier than the one sent, a message goes to the crawl queue with the delay until it is due
  * (at most 12 hours, Queues' longest: a worker leaves a job that is not due yet for a later delivery):
@@ -20,7 +20,9 @@
  */
 import type { CrawlQueue, SqlDatabase } from "./ports";
 
-export const KINDS = ["full", "urls", "retry", "discover"] as const;
+export const KINDS = ["full", "urls", "retry", "discover", "detect"] as const;
+/** Kinds that crawl no page: a discover lists the pages (Set up); a detect reads the business details from the pages kept. */
+const NO_PAGES: readonly string[] = ["discover", "detect"];
 export type JobKind = (typeof KINDS)[number];
 export const MAX_URLS = 100;
 export const MAX_REASON = 300;
@@ -31,10 +33,11 @@ export const MAX_DELAY_SECONDS = 12 * 3600;
 const UNION =
   "(SELECT json_group_array(value) FROM (SELECT DISTINCT value FROM (" +
   "SELECT value FROM json_each(crawl_requests.urls) UNION ALL SELECT value FROM json_each(excluded.urls))))";
-// A discover merged with a crawl of pages is a full crawl: it finds the pages too.
+// A discover or a detect merged with another kind is a full crawl: it finds the pages and reads the details too.
 const FULL =
   `('full' IN (crawl_requests.kind, excluded.kind) OR json_array_length(${UNION}) > ${MAX_URLS} ` +
-  "OR ('discover' IN (crawl_requests.kind, excluded.kind) AND crawl_requests.kind != excluded.kind))";
+  "OR ((crawl_requests.kind IN ('discover', 'detect') OR excluded.kind IN ('discover', 'detect')) " +
+  "AND crawl_requests.kind != excluded.kind))";
 
 /** Ask for a job: ?1 id, ?2 site, ?3 kind, ?4 urls (JSON list), ?5 reason, ?6 now, ?7 due. kb/jobs.py ASK_SQL. */
 export const ASK_SQL =
@@ -42,7 +45,7 @@ export const ASK_SQL =
   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7) " +
   "ON CONFLICT (site) WHERE handled_at IS NULL AND taken_at IS NULL DO UPDATE SET " +
   "asked = crawl_requests.asked + 1, last_at = excluded.last_at, " +
-  `kind = CASE WHEN ${FULL} THEN 'full' WHEN crawl_requests.kind = 'discover' THEN 'discover' ` +
+  `kind = CASE WHEN ${FULL} THEN 'full' WHEN crawl_requests.kind IN ('discover', 'detect') THEN crawl_requests.kind ` +
   "WHEN 'urls' IN (crawl_requests.kind, excluded.kind) THEN 'urls' " +
   "ELSE 'retry' END, " +
   `urls = CASE WHEN ${FULL} THEN '[]' ELSE ${UNION} END, ` +
@@ -97,13 +100,14 @@ export function iso(moment: Date): string {
 
 /**
  * The kind and pages a request may be written with: "urls" or "retry" with no page is a full crawl;
- * a "discover" (the site's pages found and listed, nothing learned: the owner's Set up) names none.
+ * a "discover" (the site's pages found and listed, nothing learned: the owner's Set up) or a "detect"
+ * (the business details read from the pages kept) names none.
  */
 export function checkRequest(kind: string, urls: readonly string[], reason: string): { kind: JobKind; urls: string[] } {
   if (!(KINDS as readonly string[]).includes(kind)) throw new JobError(`kind must be one of ${KINDS.join(", ")}, got ${JSON.stringify(kind)}`);
   let checked = kind as JobKind;
-  let pages = checked === "discover" ? [] : [...new Set(urls)];
-  if (checked !== "full" && checked !== "discover" && pages.length === 0) checked = "full";
+  let pages = NO_PAGES.includes(checked) ? [] : [...new Set(urls)];
+  if (checked !== "full" && !NO_PAGES.includes(checked) && pages.length === 0) checked = "full";
   if (pages.length > MAX_URLS) checked = "full";
   if (checked === "full") pages = [];
   if (!reason.trim()) throw new JobError("a job needs a reason (who asked, and why)");

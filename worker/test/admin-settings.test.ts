@@ -112,6 +112,15 @@ describe("business details", () => {
     expect(queue.jobs).toEqual([]);
   });
 
+  it("read the details again: a detect job, from the page and from seed 000's API route", async () => {
+    const asked = await send(`/admin/sites/${SITE}/settings/detect`, { method: "POST" });
+    expect([asked.status, asked.headers.get("location")]).toEqual([303, `/admin/sites/${SITE}/settings?notice=detect`]);
+    expect(queue.jobs).toEqual([expect.objectContaining({ site: SITE, kind: "detect", urls: [], reason: "owner: read the business details from the pages again" })]);
+    const api = await send(`/admin/api/sites/${SITE}/knowledge/facts/detect`, { method: "POST" });
+    expect([api.status, JSON.parse(api.text).job.kind]).toEqual([202, "detect"]);
+    expect((await send(`/admin/api/sites/${SITE}/knowledge/facts/detect`)).status).toBe(405);
+  });
+
   it("the JSON API agrees", async () => {
     const read = JSON.parse((await send(`/admin/api/sites/${SITE}/settings`)).text) as { settings: { details: Array<{ key: string; value: string; source: string }> } };
     expect(read.settings.details.find((d) => d.key === "telephone")).toEqual(expect.objectContaining({ value: "03 9000 1234", source: "crawl" }));

@@ -31,6 +31,7 @@ export function settingsPage(site: string, settings: SiteSettings, notice: Notic
 ${settings.details.map((detail) => detailField(detail, given))}
 <div class="actions"><button type="submit">Save business details</button></div>
 </form>
+<form method="post" action="/admin/sites/${site}/settings/detect"><div class="actions"><button type="submit" class="secondary">Read them from my pages again</button></div></form>
 <h2>Answering</h2>
 <form method="post" action="/admin/sites/${site}/settings/answering">
 <input type="hidden" name="doubleCheck" value="off">

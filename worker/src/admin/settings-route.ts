@@ -7,8 +7,10 @@
  *   POST /admin/sites/:site/settings/answering (form)    the answering settings; the same
  *   GET  /admin/api/sites/:site/settings                 200 {settings: {details, answering}}
  *   POST /admin/api/sites/:site/settings/details {name?, telephone?, email?, address?}   200 {changed, job}; 400
- *   POST /admin/api/sites/:site/settings/answering {persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?}
+ *   POST /admin/api/sites/:site/settings/answering {persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?, ...}
  *                                                        200 {answering}; 400 {error, errors}
+ *   POST /admin/sites/:site/settings/detect, /admin/api/sites/:site/settings/detect (and seed 000's name for it,
+ *        /admin/api/sites/:site/knowledge/facts/detect)   a detect job: the details read again from the pages kept; 202 {job}
  *
  * `settingsRoute` answers these and null for every other path; the session and the same-origin check
  * are route.ts's, done before.
@@ -20,11 +22,11 @@ import { SITE_NAME } from "../request";
 import { decode, fields } from "./form";
 import { SECURITY_HEADERS, htmlResponse, seeOther } from "./html";
 import { messagePage } from "./pages";
-import { type SiteSettings, readSiteSettings, saveAnswering, saveDetails } from "./settings";
+import { type SiteSettings, askDetect, readSiteSettings, saveAnswering, saveDetails } from "./settings";
 import { settingsPage } from "./settings-page";
 
-const PAGE = /^\/admin\/sites\/([^/]+)\/settings(?:\/(details|answering))?$/u;
-const API = /^\/admin\/api\/sites\/([^/]+)\/settings(?:\/(details|answering))?$/u;
+const PAGE = /^\/admin\/sites\/([^/]+)\/settings(?:\/(details|answering|detect))?$/u;
+const API = /^\/admin\/api\/sites\/([^/]+)\/(?:settings(?:\/(details|answering|detect))?|knowledge\/facts\/(detect))$/u;
 
 interface Deps {
   db: SqlDatabase;
@@ -36,6 +38,7 @@ const NOTICES: Readonly<Record<string, string>> = {
   details: "Saved. The assistant gives your details from its next answer; the search's copy of them is rebuilt by the crawl job asked for.",
   answering: "Saved. The assistant answers this way from its next answer.",
   unchanged: "Nothing changed.",
+  detect: "A crawl worker reads your details from your pages again (a detect job was asked for); this page shows what it finds.",
 };
 
 /** A form's values as text, to show back when it is refused. */
@@ -49,7 +52,7 @@ export async function settingsRoute(request: Request, path: string, deps: Deps, 
   if (match === null) return null;
   const get = request.method === "GET" || request.method === "HEAD";
   const site = decode(match[1] ?? "");
-  const what = match[2];
+  const what = match[2] ?? match[3];
   const refuse = (status: number, error: string): Response =>
     api ? json(status, { error }, { ...SECURITY_HEADERS }) : htmlResponse(status, messagePage("Settings", error, SITE_NAME.test(site) ? site : null));
   if (!SITE_NAME.test(site)) return refuse(400, "a site's name is lower-case letters, digits and hyphens (at most 63)");
@@ -63,6 +66,11 @@ export async function settingsRoute(request: Request, path: string, deps: Deps, 
     const asked = new URL(request.url).searchParams.get("notice") ?? "";
     const notice = Object.hasOwn(NOTICES, asked) ? { text: NOTICES[asked] ?? "" } : null;
     return htmlResponse(200, settingsPage(site, read.body["settings"] as SiteSettings, notice));
+  }
+  if (what === "detect") {
+    const asked = await askDetect(deps, site);
+    if (api) return json(asked.status, asked.body, { ...SECURITY_HEADERS });
+    return asked.status === 202 ? seeOther(`/admin/sites/${site}/settings?notice=detect`) : refuse(asked.status, String(asked.body["error"]));
   }
   const body = await fields(request);
   if (body === null) return refuse(413, `the body must be at most ${MAX_BODY_BYTES} bytes`);

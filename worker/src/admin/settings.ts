@@ -10,7 +10,9 @@
  * the pages comes back at the next crawl. A phone number or email address replaced also leaves the
  * list of the others (facts `phones`, `emails`; the owner's from then on), so the chat stops giving
  * it. The rules are the CLI's (`helppuff knowledge facts set`):
- * checkOwnerFact, cases in helppuff_crawl/schema/owner_fact_cases.json.
+ * checkOwnerFact, cases in helppuff_crawl/schema/owner_fact_cases.json. "Read them from my pages
+ * again" asks a detect job (`helppuff knowledge facts detect` in a crawl worker: the details read from
+ * the pages kept, never over the owner's).
  *
  * Answering. The persona (backend.prompt), the answer's length (backend.maxAnswerSentences), "double-
  * check answers" (backend.retrieval.rerankerModel: the schema's default reranker, or null for none)
@@ -31,6 +33,7 @@ import type { Outcome } from "../owner";
 import { type SetupDeps, settingsDocument } from "./setup";
 
 export const DETAILS_REASON = "owner: business details changed";
+export const DETECT_REASON = "owner: read the business details from the pages again";
 export const MAX_OWNER_VALUE_CHARS = 500;
 
 /** The details the Settings page edits, in its order. */
@@ -252,6 +255,17 @@ function ownerFact(site: string, key: string, value: unknown, now: string): read
       "ON CONFLICT (site, key) DO UPDATE SET value = excluded.value, source = 'owner', source_url = '', updated_at = excluded.updated_at",
     [site, key, JSON.stringify(value), now],
   ];
+}
+
+/** Ask for the business details to be read again from the pages kept (a detect job): 202 {job}; 503. */
+export async function askDetect(deps: SettingsDeps, site: string): Promise<Outcome> {
+  try {
+    const asked = await askForJob(deps.db, deps.queue, site, "detect", [], DETECT_REASON, 0, deps.now);
+    return { status: 202, body: { job: { request: asked.job.request, kind: asked.job.kind, sent: asked.sent } } };
+  } catch (error) {
+    logFailure(site, "the detect job cannot be saved", error);
+    return { status: 503, body: { error: "the details cannot be read again right now" } };
+  }
 }
 
 function lines(value: unknown): string[] | unknown {
