@@ -44,6 +44,7 @@ from typing import Any
 from helppuff_crawl.cli import one_line
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
 from helppuff_crawl.cloudflare.client import CloudflareError
+from helppuff_crawl.devloop.crawl_worker import die_with_parent
 
 UNREACHED_HOME = ("failed", "blocked", "skipped", "gone")  # a discovery whose only page is the home page, unread
 QUEUE_TROUBLE_WAIT = 30.0  # seconds a long-running worker waits after the queue's API failed
@@ -295,15 +296,6 @@ def _detected(status: int, stdout: bytes, stderr: bytes) -> tuple[int, str | Non
     kept = [str(c.get("key", "")) for c in found.get("kept") or [] if isinstance(c, dict)] if found.get("stored") else []
     pages = len(found.get("pages") or [])
     return 0, None, f"read {pages} page{'s' if pages != 1 else ''} for the business details; stored: {', '.join(kept) or 'nothing new'}"
-
-
-def die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """In a child process, before it starts: `sig` when its parent dies (Linux's PR_SET_PDEATHSIG).
-    A crawl gets SIGKILL when its worker dies; serve's worker gets SIGTERM (devloop/crawl_worker.py)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # 1: PR_SET_PDEATHSIG
 
 
 def run(args: argparse.Namespace) -> int:

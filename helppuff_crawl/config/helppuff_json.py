@@ -221,3 +221,14 @@ def website_arguments(config: dict[str, Any]) -> dict[str, Any]:
     website = config.get("knowledge", {}).get("website", {})
     names = {"include": "include", "exclude": "exclude", "maxPages": "max_pages", "renderJs": "render_js"}
     return {argument: website[key] for key, argument in names.items() if key in website}
+
+
+def retrieval_of(text: str | None) -> dict[str, Any]:
+    """knowledge.retrieval of a site's stored settings (JSON text); {} when absent or unreadable."""
+    try:
+        root = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    knowledge = root.get("knowledge") if isinstance(root, dict) else None
+    retrieval = knowledge.get("retrieval") if isinstance(knowledge, dict) else None
+    return retrieval if isinstance(retrieval, dict) else {}

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from helppuff_crawl.devloop.serve_secrets import retrieval_of
+from helppuff_crawl.config.helppuff_json import retrieval_of
 
 OWNER_TOKEN = "OWNER_TOKEN"
 PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",

@@ -19,8 +19,6 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from helppuff_crawl.cli.worker import die_with_parent
-
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
@@ -32,6 +30,15 @@ def worker_command(data_dir: Path, database: str) -> list[str]:
     helppuff = str(Path(sys.executable).parent / "helppuff")
     return [helppuff, "worker", "-s", f"HELPPUFF_DATA_DIR={data_dir}", "-s", f"HELPPUFF_D1_DATABASE={database}",
             "-s", f"HELPPUFF_QUEUE_POLL={POLL_SECONDS:g}"]
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In a child process, before it starts: `sig` when its parent dies (Linux's PR_SET_PDEATHSIG).
+    A crawl gets SIGKILL when its worker dies; serve's worker gets SIGTERM (devloop/crawl_worker.py)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # 1: PR_SET_PDEATHSIG
 
 
 class CrawlWorker:

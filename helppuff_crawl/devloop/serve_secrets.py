@@ -27,22 +27,12 @@ from typing import Any
 import httpx
 
 from helppuff_crawl.cloudflare.state import LOCAL_ACCOUNT, DeployState, StateError
+from helppuff_crawl.config.helppuff_json import retrieval_of
 
 logger = logging.getLogger(__name__)
 
 #: The state file's "by" for the Worker entry `helppuff serve` records (helppuff status reads it too).
 SERVE_BY = "helppuff serve"
-
-
-def retrieval_of(text: str | None) -> dict[str, Any]:
-    """knowledge.retrieval of a site's stored settings (JSON text); {} when absent or unreadable."""
-    try:
-        root = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    knowledge = root.get("knowledge") if isinstance(root, dict) else None
-    retrieval = knowledge.get("retrieval") if isinstance(knowledge, dict) else None
-    return retrieval if isinstance(retrieval, dict) else {}
 
 
 def _names(value: Any) -> list[str]:

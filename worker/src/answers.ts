@@ -34,7 +34,7 @@
  */
 import { ANSWERS_URL_PREFIX } from "./contract";
 import { type Asked, askForJob, iso } from "./jobs";
-import type { Outcome } from "./owner";
+import type { Outcome } from "./http";
 import type { CrawlQueue, SqlDatabase } from "./ports";
 
 export const MAX_TITLE_CHARS = 200;

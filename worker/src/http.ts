@@ -21,3 +21,9 @@ export async function readBody(request: Request): Promise<string | null> {
   const bytes = await request.arrayBuffer(); // not request.text(): a form's body is text too
   return bytes.byteLength > MAX_BODY_BYTES ? null : new TextDecoder().decode(bytes);
 }
+
+/** What an owner operation answers, for a route to send as JSON or show on a page: a status and a body. */
+export interface Outcome {
+  status: number;
+  body: Record<string, unknown>;
+}

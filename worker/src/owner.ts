@@ -33,7 +33,7 @@ import { MAX_TITLE_CHARS, checkText, checkTitle } from "./answers";
 import { type Env, backendsFromEnv, crawlQueueFromEnv, ownerApiLimiterFromEnv } from "./bindings";
 import { gapKey } from "./chat/gaps";
 import { ANSWERS_URL_PREFIX } from "./contract";
-import { TOO_BIG, json, readBody } from "./http";
+import { type Outcome, TOO_BIG, json, readBody } from "./http";
 import { type Asked, askForJob, iso } from "./jobs";
 import { RETRY_AFTER_SECONDS } from "./guard";
 import type { CrawlQueue, RateLimiter, SqlDatabase } from "./ports";
@@ -76,11 +76,7 @@ export function ownerToken(env: Env): string | null {
   return typeof value === "string" && value.trim() !== "" ? value.trim() : null;
 }
 
-/** What an owner operation answers, for a route to send as JSON or show on a page: a status and a body. */
-export interface Outcome {
-  status: number;
-  body: Record<string, unknown>;
-}
+export type { Outcome };
 
 const UNREADABLE: Outcome = { status: 503, body: { error: "the knowledge base cannot be read right now" } };
 

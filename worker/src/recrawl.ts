@@ -19,9 +19,8 @@
  * Both: 401 without the right secret; 403 when the site sets no recrawlSecret (off); 404 for a site
  * never crawled; 400 for a bad body; 405 for other methods; 503 when D1 fails.
  */
-import { json } from "./http";
+import { type Outcome, json } from "./http";
 import { type Asked, JobError, askForJob, MAX_URLS } from "./jobs";
-import type { Outcome } from "./owner";
 import type { CrawlQueue, SqlDatabase } from "./ports";
 import { isObject, recrawlSecret } from "./settings";
 

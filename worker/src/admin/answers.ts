@@ -20,9 +20,8 @@
  * A refused form shows the page again with the error and what was typed, so nothing is lost. The
  * notice after saving is read from D1 (the answer named), never from the request's text.
  */
-import { MAX_BODY_BYTES, json } from "../http";
+import { MAX_BODY_BYTES, type Outcome, json } from "../http";
 import { type AnswerDeps, MAX_TEXT_CHARS, MAX_TITLE_CHARS, type OwnAnswer, addAnswer, editAnswer, listAnswers, readAnswer, removeAnswer } from "../answers";
-import type { Outcome } from "../owner";
 import { SECURITY_HEADERS, type Html, html, htmlResponse, page, seeOther } from "./html";
 import { LISTS, type Notice, messagePage, navigation } from "./pages";
 

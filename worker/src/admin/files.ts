@@ -28,7 +28,7 @@
  */
 import { FILES_URL_PREFIX } from "../contract";
 import { type Asked, askForJob, iso } from "../jobs";
-import type { Outcome } from "../owner";
+import type { Outcome } from "../http";
 import type { SqlDatabase } from "../ports";
 import type { SetupDeps } from "./setup";
 

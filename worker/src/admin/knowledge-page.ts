@@ -14,8 +14,7 @@
  * Crawled titles, reasons and URLs are shown as text (html.ts); a page's address is a link only
  * when it is an http(s) URL.
  */
-import { MAX_BODY_BYTES } from "../http";
-import type { Outcome } from "../owner";
+import { MAX_BODY_BYTES, type Outcome } from "../http";
 import { STALE_RUN_SECONDS } from "../schedule";
 import { type Html, html, htmlResponse, page, seeOther } from "./html";
 import {

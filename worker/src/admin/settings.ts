@@ -29,7 +29,7 @@ import { HELPPUFF_SCHEMA } from "../contract";
 import { type Asked, askForJob, iso } from "../jobs";
 import { type Json, LenientSchema, isObject, valueAt } from "../json-schema";
 import type { SqlDatabase } from "../ports";
-import type { Outcome } from "../owner";
+import type { Outcome } from "../http";
 import { type SetupDeps, settingsDocument } from "./setup";
 
 export const DETAILS_REASON = "owner: business details changed";

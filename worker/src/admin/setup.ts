@@ -27,7 +27,7 @@
  */
 import { HELPPUFF_SCHEMA } from "../contract";
 import { type Asked, askForJob, iso } from "../jobs";
-import type { Outcome } from "../owner";
+import type { Outcome } from "../http";
 import type { CrawlQueue, SqlDatabase } from "../ports";
 import { type Json, isObject, valueAt } from "../json-schema";
 
