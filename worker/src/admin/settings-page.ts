@@ -6,6 +6,7 @@
 import { type Html, html, page } from "./html";
 import { type Notice, navigation } from "./pages";
 import { type Detail, SCHEDULES, type SiteSettings } from "./settings";
+import { passageLine } from "./details-passage";
 
 function source(detail: Detail): string {
   if (detail.source === "owner") return `Yours (saved ${detail.updatedAt}). Empty it to go back to what your pages say, at the next crawl.`;
@@ -31,6 +32,9 @@ export function settingsPage(site: string, settings: SiteSettings, notice: Notic
 ${settings.details.map((detail) => detailField(detail, given))}
 <div class="actions"><button type="submit">Save business details</button></div>
 </form>
+${passageLine(settings.passage)}
+<form method="post" action="/admin/sites/${site}/settings/detect"><div class="actions"><button type="submit" class="secondary" aria-describedby="detect-help">Find missing details on my pages</button></div>
+<p class="meta" id="detect-help">The crawler reads your contact, home and location pages for a phone, email, address or opening hours that no detail holds yet.</p></form>
 <h2>Answering</h2>
 <form method="post" action="/admin/sites/${site}/settings/answering">
 <input type="hidden" name="doubleCheck" value="off">

@@ -5,7 +5,7 @@
  *   POST /admin/sites/:site/settings/details (form)      the business details; 303 back, or the page
  *                                                        with the errors and what was typed (400)
  *   POST /admin/sites/:site/settings/answering (form)    the answering settings; the same
- *   GET  /admin/api/sites/:site/settings                 200 {settings: {details, answering}}
+ *   GET  /admin/api/sites/:site/settings                 200 {settings: {details, passage, answering}}
  *   POST /admin/api/sites/:site/settings/details {name?, telephone?, email?, address?}   200 {changed, job}; 400
  *   POST /admin/api/sites/:site/settings/answering {persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?}
  *                                                        200 {answering}; 400 {error, errors}
@@ -36,6 +36,8 @@ const NOTICES: Readonly<Record<string, string>> = {
   details: "Saved. The assistant gives your details from its next answer; the search's copy of them is rebuilt by the crawl job asked for.",
   answering: "Saved. The assistant answers this way from its next answer.",
   unchanged: "Nothing changed.",
+  detect: "Asked: the next crawl reads your contact, home and location pages for the details missing below (yours are never changed).",
+  "detect-none": "Nothing is missing: a phone, an email address, an address and opening hours are all known.",
 };
 
 /** A form's values as text, to show back when it is refused. */

@@ -28,6 +28,7 @@ import { type Json, LenientSchema, isObject, valueAt } from "../json-schema";
 import type { SqlDatabase } from "../ports";
 import type { Outcome } from "../owner";
 import { type SetupDeps, settingsDocument } from "./setup";
+import { type PassageState, passageState } from "./details-passage";
 
 export const DETAILS_REASON = "owner: business details changed";
 export const MAX_OWNER_VALUE_CHARS = 500;
@@ -68,6 +69,7 @@ export const SCHEDULES = (SCHEMA.node(["knowledge", "website", "schedule"]).enum
 /** The site's settings as the page and the API show them. */
 export interface SiteSettings {
   details: Detail[];
+  passage: PassageState; // the search's copy of the details (details-passage.ts)
   answering: Answering;
 }
 
@@ -147,7 +149,7 @@ export async function readSiteSettings(db: SqlDatabase, site: string): Promise<O
       const row = byKey.get(key);
       return { key, label, value: row ? shown(row.value) : "", source: row ? (row.source === "owner" ? "owner" : "crawl") : "", updatedAt: row?.updated_at ?? "" };
     });
-    const settings: SiteSettings = { details, answering: answeringOf(await storedDocument(db, site)) };
+    const settings: SiteSettings = { details, passage: await passageState(db, site), answering: answeringOf(await storedDocument(db, site)) };
     return { status: 200, body: { settings } };
   } catch (error) {
     logFailure(site, "D1 cannot be read", error);
