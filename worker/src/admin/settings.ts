@@ -20,7 +20,8 @@
  * helppuff.schema.json (the Worker otherwise reads the file leniently): a value that breaks its rule
  * is refused with the schema's words, and nothing is saved. The document is written whole, in one
  * statement; `helppuff config pull` brings it back into the operator's helppuff.json, and a later
- * `helppuff settings set` or `config apply` replaces it.
+ * `helppuff settings set` or `config apply` replaces it, naming each field saved here since the file
+ * last changed, with its value (helppuff_crawl/kb/site_settings.py replace_site_settings).
  */
 import { HELPPUFF_SCHEMA } from "../contract";
 import { type Asked, askForJob, iso } from "../jobs";
