@@ -5,7 +5,8 @@
                                                       last crawl's self-check (its FAQ questions found)
     helppuff knowledge facts list --site S [--json]   the site's facts and who set each
     helppuff knowledge facts set KEY VALUE --site S   set a fact as the owner's (a crawl never
-                                                      overwrites it); the facts passage is rebuilt
+                                                      overwrites it); the facts passage is rebuilt;
+                                                      hours as "Monday: 07:00-17:00; Saturday: 08:00-12:00"
     helppuff knowledge facts detect --site S [--json] [--dry-run]
                                                       read the stored contact, home and location
                                                       pages for the phone, email, hours and address
@@ -375,10 +376,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {status_line(entry['self_check'])}")
         return 0 if all(e["consistency"]["consistent"] for e in report["sites"]) else 1
     if args.facts_command == "set":
-        from helppuff_crawl.kb.facts_table import check_owner_fact
+        from helppuff_crawl.kb.facts_table import check_owner_fact, owner_hours
 
         try:
             value = check_owner_fact(args.key.strip(), args.value)
+            if args.key.strip() == "hours":  # "Monday: 07:00-17:00; ..." or the JSON table, stored as the table
+                value = json.dumps(owner_hours(value))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         chunks = asyncio.run(set_fact(settings, args.site, args.key.strip(), value))

@@ -15,7 +15,7 @@ import { DETECT_REASON, factGaps } from "../src/admin/details-passage";
 import { newSession } from "../src/admin/session";
 import { DETAILS_REASON } from "../src/admin/settings";
 import type { Env } from "../src/bindings";
-import { type Answered, type Sent, sendAsOwner } from "./admin-client";
+import { type Answered, type Sent, freshCrawledSite, sendAsOwner } from "./admin-client";
 import { FakeCrawlQueue } from "./fake-queue";
 import { FakeChatModel } from "./fake-model";
 import { FakeVectorize } from "./fakes";
@@ -53,9 +53,7 @@ async function writePassage(at: string): Promise<void> {
 beforeEach(async () => {
   queue = new FakeCrawlQueue();
   workerEnv = { DB: env.DB, VECTORIZE: new FakeVectorize(1024), AI: new FakeChatModel(), CRAWL_QUEUE: queue, OWNER_TOKEN: TOKEN };
-  for (const table of ["facts", "site_settings", "crawl_requests", "crawl_runs", "chunks"]) await env.DB.prepare(`DELETE FROM ${table}`).run();
-  await env.DB.prepare("INSERT INTO crawl_runs (id, site, start_url, status, started_at, heartbeat_at) VALUES ('run-1', ?, 'https://acme.com.au/', 'done', ?, ?)")
-    .bind(SITE, "2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z").run();
+  await freshCrawledSite(env.DB, SITE, ["facts", "site_settings", "crawl_requests", "crawl_runs", "chunks"]);
   await env.DB.prepare("INSERT INTO facts (site, key, value, source, source_url, updated_at) VALUES (?, 'telephone', ?, 'crawl', 'https://acme.com.au/contact', '2026-11-01T00:00:00Z')")
     .bind(SITE, JSON.stringify("03 9000 1234")).run();
   session = await newSession(TOKEN, new Date());

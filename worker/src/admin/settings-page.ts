@@ -18,8 +18,13 @@ function detailField(detail: Detail, given: Record<string, string>): Html {
   const id = `detail-${detail.key}`;
   const value = given[detail.key] ?? detail.value;
   const type = detail.key === "email" ? "email" : detail.key === "telephone" ? "tel" : "text";
+  const input =
+    detail.key === "hours"
+      ? html`<textarea id="${id}" name="hours" rows="7" aria-describedby="${id}-how ${id}-from">${value}</textarea>
+<p class="meta" id="${id}-how">One day a line, like Monday: 07:00-17:00 (two openings: 08:00-12:00, 13:00-17:00); a day not listed, or Closed, is closed.</p>`
+      : html`<input id="${id}" name="${detail.key}" type="${type}" value="${value}" aria-describedby="${id}-from"${detail.key === "telephone" ? html` autocomplete="tel"` : null}>`;
   return html`<div class="field"><label for="${id}">${detail.label}</label>
-<input id="${id}" name="${detail.key}" type="${type}" value="${value}" aria-describedby="${id}-from"${detail.key === "telephone" ? html` autocomplete="tel"` : null}>
+${input}
 <p class="meta" id="${id}-from">${source(detail)}</p></div>`;
 }
 
