@@ -7,6 +7,7 @@ import { type Html, html, page } from "./html";
 import { type Notice, navigation } from "./pages";
 import { type Detail, SCHEDULES, type SiteSettings } from "./settings";
 import { passageLine } from "./details-passage";
+import { TYPED_DETAILS } from "../owner-details";
 
 function source(detail: Detail): string {
   if (detail.source === "owner") return `Yours (saved ${detail.updatedAt}). Empty it to go back to what your pages say, at the next crawl.`;
@@ -18,10 +19,11 @@ function detailField(detail: Detail, given: Record<string, string>): Html {
   const id = `detail-${detail.key}`;
   const value = given[detail.key] ?? detail.value;
   const type = detail.key === "email" ? "email" : detail.key === "telephone" ? "tel" : "text";
+  const typed = TYPED_DETAILS[detail.key];
   const input =
-    detail.key === "hours"
-      ? html`<textarea id="${id}" name="hours" rows="7" aria-describedby="${id}-how ${id}-from">${value}</textarea>
-<p class="meta" id="${id}-how">One day a line, like Monday: 07:00-17:00 (two openings: 08:00-12:00, 13:00-17:00); a day not listed, or Closed, is closed.</p>`
+    typed !== undefined
+      ? html`<textarea id="${id}" name="${detail.key}" rows="${typed.rows}" aria-describedby="${id}-how ${id}-from">${value}</textarea>
+<p class="meta" id="${id}-how">${typed.how}</p>`
       : html`<input id="${id}" name="${detail.key}" type="${type}" value="${value}" aria-describedby="${id}-from"${detail.key === "telephone" ? html` autocomplete="tel"` : null}>`;
   return html`<div class="field"><label for="${id}">${detail.label}</label>
 ${input}

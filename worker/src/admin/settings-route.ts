@@ -6,7 +6,7 @@
  *                                                        with the errors and what was typed (400)
  *   POST /admin/sites/:site/settings/answering (form)    the answering settings; the same
  *   GET  /admin/api/sites/:site/settings                 200 {settings: {details, passage, answering}}
- *   POST /admin/api/sites/:site/settings/details {name?, telephone?, email?, address?, hours?}   200 {changed, job}; 400
+ *   POST /admin/api/sites/:site/settings/details {name?, telephone?, email?, address?, hours?, areas?}   200 {changed, job}; 400
  *   POST /admin/api/sites/:site/settings/answering {persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?}
  *                                                        200 {answering}; 400 {error, errors}
  *

@@ -10,8 +10,8 @@
  * the pages comes back at the next crawl. A phone number or email address replaced also leaves the
  * list of the others (facts `phones`, `emails`; the owner's from then on), so the chat stops giving
  * it. The rules are the CLI's (`helppuff knowledge facts set`):
- * checkOwnerFact, cases in helppuff_crawl/schema/owner_fact_cases.json; the opening hours are typed one
- * day a line and stored as the facts' table (owner-hours.ts, cases in owner_hours_cases.json).
+ * checkOwnerFact, cases in helppuff_crawl/schema/owner_fact_cases.json; the opening hours and the
+ * service areas are typed as lines and kept as the facts' table and list (owner-details.ts).
  *
  * Answering. The persona (backend.prompt), the answer's length (backend.maxAnswerSentences), "double-
  * check answers" (backend.retrieval.rerankerModel: the schema's default reranker, or null for none)
@@ -29,7 +29,7 @@ import { type Asked, askForJob, iso } from "../jobs";
 import { type Json, LenientSchema, isObject, valueAt } from "../json-schema";
 import type { SqlDatabase } from "../ports";
 import type { Outcome } from "../owner";
-import { hoursText, ownerHours } from "../owner-hours";
+import { TYPED_DETAILS } from "../owner-details";
 import { type SetupDeps, settingsDocument } from "./setup";
 import { type PassageState, passageState } from "./details-passage";
 
@@ -42,7 +42,8 @@ export const DETAIL_FIELDS = [
   { key: "telephone", label: "Phone" },
   { key: "email", label: "Email" },
   { key: "address", label: "Address" },
-  { key: "hours", label: "Opening hours" }, // typed and shown one day a line (owner-hours.ts)
+  { key: "hours", label: "Opening hours" }, // typed and shown as lines (owner-details.ts)
+  { key: "areas", label: "Service areas" },
 ] as const;
 
 const SCHEMA = new LenientSchema(HELPPUFF_SCHEMA);
@@ -151,7 +152,7 @@ export async function readSiteSettings(db: SqlDatabase, site: string): Promise<O
     const byKey = new Map(rows.map((row) => [row.key, row]));
     const details: Detail[] = DETAIL_FIELDS.map(({ key, label }) => {
       const row = byKey.get(key);
-      return { key, label, value: row ? (key === "hours" ? hoursText(row.value) : shown(row.value)) : "", source: row ? (row.source === "owner" ? "owner" : "crawl") : "", updatedAt: row?.updated_at ?? "" };
+      return { key, label, value: row ? (TYPED_DETAILS[key]?.show(row.value) ?? shown(row.value)) : "", source: row ? (row.source === "owner" ? "owner" : "crawl") : "", updatedAt: row?.updated_at ?? "" };
     });
     const settings: SiteSettings = { details, passage: await passageState(db, site), answering: answeringOf(await storedDocument(db, site)) };
     return { status: 200, body: { settings } };
@@ -204,12 +205,12 @@ export async function saveDetails(deps: SettingsDeps, site: string, startUrl: st
       errors[detail.key] = checked.error;
       continue;
     }
-    const hours = detail.key === "hours" ? ownerHours(checked.value) : null;
-    if (hours !== null && "error" in hours) {
-      errors[detail.key] = hours.error;
+    const typed = TYPED_DETAILS[detail.key]?.read(checked.value) ?? { value: checked.value };
+    if ("error" in typed) {
+      errors[detail.key] = typed.error;
       continue;
     }
-    statements.push(ownerFact(site, detail.key, hours === null ? checked.value : hours.hours, now));
+    statements.push(ownerFact(site, detail.key, typed.value, now));
     changed.push(detail.key);
     // The number (or address) replaced leaves the list of the others too, so the chat stops giving it.
     const others = OTHERS[detail.key];

@@ -1,19 +1,23 @@
 /**
- * Opening hours on "Settings" (src/owner-hours.ts, src/admin/settings.ts) through the Worker's entry
- * point, on Miniflare's real local D1: the shared cases of how typed hours are read
- * (helppuff_crawl/schema/owner_hours_cases.json, which tests/test_owner_hours_cases.py runs on the
- * CLI's rule), the hours read from the pages shown one day a line, the owner's hours saved as the
+ * Opening hours and service areas on "Settings" (src/owner-details.ts, src/admin/settings.ts)
+ * through the Worker's entry point, on Miniflare's real local D1: the shared cases of how they are read
+ * (helppuff_crawl/schema/owner_hours_cases.json and owner_areas_cases.json, which
+ * tests/test_owner_typed_details.py runs on the CLI's rules), the hours read from the pages shown one day a line, the owner's hours saved as the
  * facts' table and given by the chat in its next answer (the real chat route, extractive: no model
  * asked), a form sent back untouched (with a browser's CRLF line breaks) leaving them the pages',
- * bad hours refused with nothing saved, and an emptied field taking the owner's away.
+ * bad hours refused with nothing saved, and an emptied field taking the owner's away; the areas read
+ * from the pages shown one a line (a name read from a page shown as text), the owner's saved as a list
+ * that the chat's business details hold (chat/facts.ts loadFacts).
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import ownerAreasCases from "../../helppuff_crawl/schema/owner_areas_cases.json";
 import ownerHoursCases from "../../helppuff_crawl/schema/owner_hours_cases.json";
 import { newSession } from "../src/admin/session";
-import type { Env } from "../src/bindings";
+import { type Env, backendsFromEnv } from "../src/bindings";
+import { loadFacts } from "../src/chat/facts";
 import worker from "../src/index";
-import { ownerHours } from "../src/owner-hours";
+import { ownerAreas, ownerHours } from "../src/owner-details";
 import { type Answered, type Sent, freshCrawledSite, sendAsOwner } from "./admin-client";
 import { FakeCrawlQueue } from "./fake-queue";
 import { FakeChatModel } from "./fake-model";
@@ -64,7 +68,29 @@ beforeEach(async () => {
 
 describe("the shared rules of typed opening hours (owner_hours_cases.json)", () => {
   it.each(ownerHoursCases.cases.map((c) => [c.text.slice(0, 40), c] as const))("%s", (_name, c) => {
-    expect(ownerHours(c.text)).toEqual("error" in c ? { error: c.error } : { hours: c.hours });
+    expect(ownerHours(c.text)).toEqual("error" in c ? { error: c.error } : { value: c.hours });
+  });
+});
+
+describe("the shared rules of typed service areas (owner_areas_cases.json)", () => {
+  it.each(ownerAreasCases.cases.map((c) => [c.text.slice(0, 40), c] as const))("%s", (_name, c) => {
+    expect(ownerAreas(c.text)).toEqual("error" in c ? { error: c.error } : { value: c.areas });
+  });
+});
+
+describe("service areas on Settings", () => {
+  it("the pages' shown one a line, as text; the owner's saved as a list, in the details the chat reads", async () => {
+    await env.DB.prepare("INSERT INTO facts (site, key, value, source, updated_at) VALUES (?, 'areas', ?, 'crawl', '2026-11-01T00:00:00Z')")
+      .bind(SITE, JSON.stringify(["Brunswick", "<img src=x onerror=alert(1)>"])).run();
+    const page = await send(`/admin/sites/${SITE}/settings`);
+    expect(page.text).toContain('<textarea id="detail-areas" name="areas" rows="4" aria-describedby="detail-areas-how detail-areas-from">Brunswick\n&#60;img src=x onerror=alert(1)&#62;</textarea>');
+    expect(page.text).not.toContain("<img");
+    const saved = await send(`/admin/sites/${SITE}/settings/details`, { form: { areas: "Coburg\r\nBrunswick East\r\ncoburg" } });
+    expect(saved.headers.get("location")).toBe(`/admin/sites/${SITE}/settings?notice=details`);
+    const row = await env.DB.prepare("SELECT value, source FROM facts WHERE site = ? AND key = 'areas'").bind(SITE).first();
+    expect(row).toEqual({ value: JSON.stringify(["Coburg", "Brunswick East"]), source: "owner" });
+    // The business details the chat reads with every answer (its model is told them).
+    expect((await loadFacts(backendsFromEnv(workerEnv).db, SITE)).areas).toEqual(["Coburg", "Brunswick East"]);
   });
 });
 
