@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,11 @@ from helppuff_crawl.config.helppuff_json import (
     schema,
     stored_settings,
 )
+
+
+def file_changed_at(path: Path) -> datetime:
+    """When the file at `path` was last changed, in UTC."""
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,32 +58,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-async def apply_config(settings: Any, site: str, path: Path, config: dict[str, Any]) -> tuple[list[Any], list[str]]:
+async def apply_config(settings: Any, site: str, path: Path, config: dict[str, Any]) -> tuple[list[Any], list[str], str]:
     """Store `config` as the site's settings and apply its knowledge.files (paths inside the file's
-    folder; ConfigError naming each entry that is not, before anything is stored)."""
+    folder; ConfigError naming each entry that is not, before anything is stored); the uploads, the
+    files removed, and the warning naming live fields saved since the file changed that it replaced."""
     from helppuff_crawl.cli.knowledge import open_knowledge
     from helppuff_crawl.kb.files import apply_listed_files
-    from helppuff_crawl.kb.site_settings import set_site_settings
+    from helppuff_crawl.kb.site_settings import replace_site_settings, replaced_warning
 
     files = listed_files(path, config)
     kb, writer, embedder = open_knowledge(settings)
     try:
-        await set_site_settings(kb, site, json.dumps(stored_settings(path, config), ensure_ascii=False, sort_keys=True))
-        applied = await apply_listed_files(kb, writer, embedder.embed, site, files)
+        text = json.dumps(stored_settings(path, config), ensure_ascii=False, sort_keys=True)
+        replaced = await replace_site_settings(kb, site, text, file_changed_at(path))
+        uploads, removed = await apply_listed_files(kb, writer, embedder.embed, site, files)
         await writer.wait_for_writes()  # the files searchable by meaning too once the command returns
-        return applied
+        return uploads, removed, replaced_warning(site, str(path), replaced)
     finally:
         await kb.close()
-
-
-def changed_fields(before: Any, after: Any, prefix: str = "") -> list[str]:
-    """The dotted paths where two configurations differ (a whole list counts as one field)."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        fields: list[str] = []
-        for key in sorted(set(before) | set(after)):
-            fields += changed_fields(before.get(key), after.get(key), f"{prefix}{key}.")
-        return fields
-    return [] if before == after else [prefix.rstrip(".")]
 
 
 async def _live_settings(settings: Any, site: str) -> dict[str, Any] | None:
@@ -109,6 +108,8 @@ def _pull(args: argparse.Namespace) -> int:
             before = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             before = None  # not JSON: replaced as a whole
+    from helppuff_crawl.kb.site_settings import changed_fields
+
     fields = changed_fields(before, live) if isinstance(before, dict) else ["(the whole file: it was not JSON)"]
     if not fields:
         print(f"{path}: already the live settings of {args.site}")
@@ -145,7 +146,9 @@ def _apply(args: argparse.Namespace) -> int:
         config = read_config(path)
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc
-    uploads, removed = asyncio.run(apply_config(project_settings(parse_set_options(args.set)), args.site, path, config))
+    uploads, removed, warning = asyncio.run(apply_config(project_settings(parse_set_options(args.set)), args.site, path, config))
+    if warning:  # live fields saved since the file changed (the dashboard's), with their values
+        print(warning, file=sys.stderr)
     print(f"{args.site}: settings stored; the Worker uses them from its next request")
     for upload in uploads:
         passages = f"{upload.chunks} passage{'s' if upload.chunks != 1 else ''}"

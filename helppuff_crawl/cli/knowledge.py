@@ -5,7 +5,9 @@
                                                       last crawl's self-check (its FAQ questions found)
     helppuff knowledge facts list --site S [--json]   the site's facts and who set each
     helppuff knowledge facts set KEY VALUE --site S   set a fact as the owner's (a crawl never
-                                                      overwrites it); the facts passage is rebuilt
+                                                      overwrites it); the facts passage is rebuilt;
+                                                      hours as "Monday: 07:00-17:00; Saturday: 08:00-12:00",
+                                                      areas as "Brunswick; Coburg"
     helppuff knowledge facts detect --site S [--json] [--dry-run]
                                                       read the stored contact, home and location
                                                       pages for the phone, email, hours and address
@@ -375,10 +377,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {status_line(entry['self_check'])}")
         return 0 if all(e["consistency"]["consistent"] for e in report["sites"]) else 1
     if args.facts_command == "set":
-        from helppuff_crawl.kb.facts_table import check_owner_fact
+        from helppuff_crawl.kb.facts_table import OWNER_TYPED, check_owner_fact
 
         try:
             value = check_owner_fact(args.key.strip(), args.value)
+            if args.key.strip() in OWNER_TYPED:  # hours "Monday: 07:00-17:00; ...", areas "Brunswick; Coburg"
+                value = json.dumps(OWNER_TYPED[args.key.strip()](value))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         chunks = asyncio.run(set_fact(settings, args.site, args.key.strip(), value))

@@ -3,7 +3,9 @@
     helppuff settings show --site S [--json]    the stored settings, or that the defaults apply
     helppuff settings set --site S FILE         store FILE (helppuff.json, or - for stdin)
 
-The Worker reads `site_settings` on every request, so a change applies at once. The file is
+The Worker reads `site_settings` on every request, so a change applies at once. Fields saved after the
+file was last changed (from the dashboard's Settings) that storing it replaces are named, with their
+values, on stderr (kb/site_settings.py replace_site_settings). The file is
 checked first against helppuff.json's schema (helppuff_crawl/config/helppuff_json.py), every problem named by
 its field, so a mistake such as an `allowedOrigins` entry with a path, which would leave the
 widget refused on the owner's site, is caught before it is stored.
@@ -15,11 +17,13 @@ import argparse
 import asyncio
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from helppuff_crawl.cli import UsageError
 from helppuff_crawl.cli.crawl import parse_set_options, project_settings
+from helppuff_crawl.cli.config import file_changed_at
 from helppuff_crawl.config.helppuff_json import (
     ConfigError,
     parse_config,
@@ -61,12 +65,12 @@ async def _show(settings: Any, site: str) -> dict[str, Any] | None:
         return await site_settings.get_site_settings(kb, site)
 
 
-async def _store(settings: Any, site: str, text: str) -> None:
+async def _store(settings: Any, site: str, text: str, edited_at: datetime | None) -> list[tuple[str, Any]]:
     from helppuff_crawl.kb import site_settings
     from helppuff_crawl.kb.database import KnowledgeBase
 
     async with KnowledgeBase.from_settings(settings) as kb:
-        await site_settings.set_site_settings(kb, site, text)
+        return await site_settings.replace_site_settings(kb, site, text, edited_at)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,7 +88,12 @@ def run(args: argparse.Namespace) -> int:
             root = stored_settings(Path("helppuff.json" if args.file == "-" else args.file), check_settings(text))
         except ValueError as exc:
             raise UsageError(f"{args.file}: {exc}") from exc
-        asyncio.run(_store(settings, args.site, json.dumps(root, ensure_ascii=False, sort_keys=True)))
+        edited_at = None if args.file == "-" else file_changed_at(Path(args.file))
+        replaced = asyncio.run(_store(settings, args.site, json.dumps(root, ensure_ascii=False, sort_keys=True), edited_at))
+        if replaced:
+            from helppuff_crawl.kb.site_settings import replaced_warning
+
+            print(replaced_warning(args.site, None if args.file == "-" else args.file, replaced), file=sys.stderr)
         print(f"{args.site}: settings stored; the Worker uses them from its next request")
         return 0
     row = asyncio.run(_show(settings, args.site))

@@ -21,7 +21,7 @@ from helppuff_crawl.kb.learn import Passages, learn
 from helppuff_crawl.kb.writer import KnowledgeWriter
 from helppuff_crawl.text.business_facts import Facts, Location
 from helppuff_crawl.text.facts_passage import facts_passage
-from helppuff_crawl.text.hours import week_from_json
+from helppuff_crawl.text.hours import DAYS, day_named, week_from_json
 
 SITE_BLOCKS_KEY = "_site_blocks"  # furniture with contact details/hours, kept once with the facts
 _LABELS = {"hours": "Opening hours"}
@@ -48,6 +48,99 @@ def check_owner_fact(key: str, value: str) -> str:
     if key == "email" and not _EMAIL.fullmatch(kept):
         raise ValueError(f"{key}: an email address, like hello@example.com, got {kept!r}")
     return kept
+
+
+_OPENING = re.compile(r"(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})")
+_TABLE_EXAMPLE = '{"Monday": [["07:00", "17:00"]]}'
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _opening(day: str, text: str) -> list[str]:
+    match = _OPENING.fullmatch(text.strip())
+    clocks = [f"{int(match[i]):02d}:{match[i + 1]}" for i in (1, 3)] if match else []
+    if not clocks or not all(c == "24:00" or (int(c[:2]) < 24 and int(c[3:]) < 60) for c in clocks):
+        raise ValueError(f"hours: {day}: {json.dumps(text.strip(), ensure_ascii=False)} is not an opening like 07:00-17:00")
+    if clocks[0] == clocks[1]:
+        raise ValueError(f"hours: {day}: {json.dumps(text.strip(), ensure_ascii=False)} opens and closes at the same time")
+    return clocks
+
+
+def owner_hours(text: str) -> dict[str, list[list[str]]]:
+    """Opening hours as the owner types them: one day a line (or ";" between days), `Monday: 07:00-17:00`,
+    openings separated by ",", `Closed` or nothing for a closed day; or the stored JSON table. The table
+    saved (every day, in order); ValueError with a one-line reason. The dashboard reads them the same way
+    (worker/src/owner-details.ts; cases in schema/owner_hours_cases.json)."""
+    table: dict[str, list[list[str]]] = {day: [] for day in DAYS}
+    named: set[str] = set()
+    entries: list[tuple[str, list[str]]] = []
+    kept = text.strip()
+    if kept.startswith(("{", "[")):
+        value = _json_or_none(kept)
+        if not isinstance(value, dict):
+            raise ValueError(f"hours: a table like {_TABLE_EXAMPLE}, or one day a line like Monday: 07:00-17:00")
+        for name, spans in value.items():
+            if not isinstance(spans, list) or not all(
+                    isinstance(s, list) and len(s) == 2 and all(isinstance(t, str) for t in s) for s in spans):
+                raise ValueError(f'hours: {name}: not a list of openings like [["07:00", "17:00"]]')
+            entries.append((str(name), ["-".join(s) for s in spans]))
+    else:
+        for line in re.split(r"[\n;]", kept):
+            if not line.strip():
+                continue
+            match = re.fullmatch(r"\s*([^\W\d_]+)\s*:?\s*(.*?)\s*", line, re.DOTALL)
+            name, rest = (match[1], match[2]) if match else (line.strip(), "")
+            entries.append((name, [] if rest.lower() in ("", "closed") else rest.split(",")))
+    for name, openings in entries:
+        day = day_named(name)
+        if day is None:
+            raise ValueError(f"hours: {json.dumps(name, ensure_ascii=False)} is not a day (Monday to Sunday)")
+        if day in named:
+            raise ValueError(f"hours: {day} is given twice")
+        named.add(day)
+        table[day] = [_opening(day, opening) for opening in openings]
+    if not any(table.values()):
+        raise ValueError("hours: no opening given; empty the field to take yours away")
+    return table
+
+
+MAX_AREA_CHARS = 100
+
+
+def owner_areas(text: str) -> list[str]:
+    """The service areas the owner types: one a line (or ";" between them), each once whatever its case;
+    or a JSON list. ValueError with a one-line reason (worker/src/owner-details.ts ownerAreas reads them
+    the same way; cases in schema/owner_areas_cases.json)."""
+    kept = text.strip()
+    if kept.startswith(("[", "{")):
+        value = _json_or_none(kept)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValueError('areas: a list like ["Brunswick", "Coburg"], or one area a line')
+        given: list[str] = value
+    else:
+        given = re.split(r"[\n;]", kept)
+    areas: list[str] = []
+    seen: set[str] = set()
+    for area in (item.strip() for item in given):
+        if not area:
+            continue
+        if len(area) > MAX_AREA_CHARS:
+            raise ValueError(f"areas: at most {MAX_AREA_CHARS} characters an area, got {len(area)}")
+        if area.lower() not in seen:
+            seen.add(area.lower())
+            areas.append(area)
+    if not areas:
+        raise ValueError("areas: no area given; empty the field to take yours away")
+    return areas
+
+
+# The owner's facts typed as lines, read into the value kept (the dashboard's TYPED_DETAILS).
+OWNER_TYPED = {"hours": owner_hours, "areas": owner_areas}
 
 
 def parse_owner_value(text: str) -> Any:

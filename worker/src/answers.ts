@@ -78,7 +78,8 @@ interface AnswerRow {
   learned_at: string | null;
 }
 
-interface JobStateRow {
+/** A crawl_requests row as far as its state goes. */
+export interface JobStateRow {
   id: string;
   last_at: string;
   taken_at: string | null;
@@ -133,7 +134,8 @@ const JOBS_SQL =
   "SELECT id, last_at, taken_at, handled_at, dead_at, dead_reason FROM crawl_requests " +
   "WHERE site = ? AND last_at >= ? ORDER BY last_at DESC, id LIMIT 50";
 
-function jobState(row: JobStateRow): LearnJob["state"] {
+/** How far a crawl job got, from its row. */
+export function jobState(row: JobStateRow): LearnJob["state"] {
   if (row.dead_at !== null) return "given up";
   if (row.handled_at !== null) return "done";
   return row.taken_at !== null ? "running" : "waiting";

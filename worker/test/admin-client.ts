@@ -1,7 +1,8 @@
 /**
  * The dashboard's requests as a browser sends them, for the workerd tests of src/admin/
  * (admin.test.ts, admin-knowledge.test.ts, admin-setup.test.ts, admin-settings.test.ts): the session cookie beside another, the Origin header on a
- * POST (the dashboard's own unless told), a form or a JSON body, never following a redirect.
+ * POST (the dashboard's own unless told), a form or a JSON body, never following a redirect; and a
+ * crawled site to start from (freshCrawledSite).
  */
 import { SESSION_COOKIE } from "../src/admin/session";
 import type { Env } from "../src/bindings";
@@ -49,4 +50,11 @@ export interface Answered {
 export async function sendAsOwner(environment: Env, session: string, path: string, init: Sent = {}): Promise<Answered> {
   const response = await worker.fetch(adminRequest(path, { cookie: session, ...init }), environment);
   return { status: response.status, text: await response.text(), headers: response.headers };
+}
+
+/** A site the dashboard knows: `tables` emptied, then one finished crawl of https://acme.com.au/ (its start URL). */
+export async function freshCrawledSite(db: D1Database, site: string, tables: readonly string[]): Promise<void> {
+  for (const table of tables) await db.prepare(`DELETE FROM ${table}`).run();
+  await db.prepare("INSERT INTO crawl_runs (id, site, start_url, status, started_at, heartbeat_at) VALUES ('run-1', ?, 'https://acme.com.au/', 'done', ?, ?)")
+    .bind(site, "2026-11-01T00:00:00Z", "2026-11-01T00:00:00Z").run();
 }

@@ -115,7 +115,7 @@ describe("business details", () => {
   it("read the details again: a detect job, from the page and from seed 000's API route", async () => {
     const asked = await send(`/admin/sites/${SITE}/settings/detect`, { method: "POST" });
     expect([asked.status, asked.headers.get("location")]).toEqual([303, `/admin/sites/${SITE}/settings?notice=detect`]);
-    expect(queue.jobs).toEqual([expect.objectContaining({ site: SITE, kind: "detect", urls: [], reason: "owner: read the business details from the pages again" })]);
+    expect(queue.jobs).toEqual([expect.objectContaining({ site: SITE, kind: "detect", urls: [], reason: "owner: find the missing business details" })]);
     const api = await send(`/admin/api/sites/${SITE}/knowledge/facts/detect`, { method: "POST" });
     expect([api.status, JSON.parse(api.text).job.kind]).toEqual([202, "detect"]);
     expect((await send(`/admin/api/sites/${SITE}/knowledge/facts/detect`)).status).toBe(405);

@@ -58,6 +58,7 @@ import { RETRY_AFTER_SECONDS } from "../guard";
 import { loginAllowed, newSession, rightToken, sameOrigin, sessionCookie, sessionFrom, validSession } from "./session";
 import { filesRoute } from "./files-route";
 import { settingsRoute } from "./settings-route";
+import { detectRoute } from "./details-passage";
 import { setupRoute } from "./setup-route";
 
 const SITE_PAGE = /^\/admin\/sites\/([^/]+)(?:\/(questions|leads|answers|knowledge))?$/u;
@@ -137,7 +138,7 @@ export async function adminRoute(request: Request, env: Env): Promise<Response> 
     return refuse(503, "the knowledge base cannot be reached right now");
   }
   const routed =
-    (await setupRoute(request, path, deps, api)) ?? (await settingsRoute(request, path, deps, api)) ?? (await filesRoute(request, path, deps, api));
+    (await setupRoute(request, path, deps, api)) ?? (await settingsRoute(request, path, deps, api)) ?? (await detectRoute(request, path, deps, api)) ?? (await filesRoute(request, path, deps, api));
   if (routed !== null) return routed;
   return api ? apiRoute(request, path, deps) : pageRoute(request, url, path, deps);
 }

@@ -6,6 +6,8 @@
 import { type Html, html, page } from "./html";
 import { type Notice, navigation } from "./pages";
 import { type Detail, SCHEDULES, type SiteSettings } from "./settings";
+import { passageLine } from "./details-passage";
+import { TYPED_DETAILS } from "../owner-details";
 
 function source(detail: Detail): string {
   if (detail.source === "owner") return `Yours (saved ${detail.updatedAt}). Empty it to go back to what your pages say, at the next crawl.`;
@@ -17,8 +19,14 @@ function detailField(detail: Detail, given: Record<string, string>): Html {
   const id = `detail-${detail.key}`;
   const value = given[detail.key] ?? detail.value;
   const type = detail.key === "email" ? "email" : detail.key === "telephone" ? "tel" : "text";
+  const typed = TYPED_DETAILS[detail.key];
+  const input =
+    typed !== undefined
+      ? html`<textarea id="${id}" name="${detail.key}" rows="${typed.rows}" aria-describedby="${id}-how ${id}-from">${value}</textarea>
+<p class="meta" id="${id}-how">${typed.how}</p>`
+      : html`<input id="${id}" name="${detail.key}" type="${type}" value="${value}" aria-describedby="${id}-from"${detail.key === "telephone" ? html` autocomplete="tel"` : null}>`;
   return html`<div class="field"><label for="${id}">${detail.label}</label>
-<input id="${id}" name="${detail.key}" type="${type}" value="${value}" aria-describedby="${id}-from"${detail.key === "telephone" ? html` autocomplete="tel"` : null}>
+${input}
 <p class="meta" id="${id}-from">${source(detail)}</p></div>`;
 }
 
@@ -31,7 +39,9 @@ export function settingsPage(site: string, settings: SiteSettings, notice: Notic
 ${settings.details.map((detail) => detailField(detail, given))}
 <div class="actions"><button type="submit">Save business details</button></div>
 </form>
-<form method="post" action="/admin/sites/${site}/settings/detect"><div class="actions"><button type="submit" class="secondary">Read them from my pages again</button></div></form>
+${passageLine(settings.passage)}
+<form method="post" action="/admin/sites/${site}/settings/detect"><div class="actions"><button type="submit" class="secondary" aria-describedby="detect-help">Find missing details on my pages</button></div>
+<p class="meta" id="detect-help">The crawler reads your contact, home and location pages for a phone, email, address or opening hours that no detail holds yet.</p></form>
 <h2>Answering</h2>
 <form method="post" action="/admin/sites/${site}/settings/answering">
 <input type="hidden" name="doubleCheck" value="off">

@@ -5,12 +5,11 @@
  *   POST /admin/sites/:site/settings/details (form)      the business details; 303 back, or the page
  *                                                        with the errors and what was typed (400)
  *   POST /admin/sites/:site/settings/answering (form)    the answering settings; the same
- *   GET  /admin/api/sites/:site/settings                 200 {settings: {details, answering}}
- *   POST /admin/api/sites/:site/settings/details {name?, telephone?, email?, address?}   200 {changed, job}; 400
- *   POST /admin/api/sites/:site/settings/answering {persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?, ...}
+ *   GET  /admin/api/sites/:site/settings                 200 {settings: {details, passage, answering}}
+ *   POST /admin/api/sites/:site/settings/details {name?, telephone?, email?, address?, hours?, areas?}   200 {changed, job}; 400
+ *   POST /admin/api/sites/:site/settings/answering {persona?, maxAnswerSentences?, doubleCheck?, allowedOrigins?}
  *                                                        200 {answering}; 400 {error, errors}
- *   POST /admin/sites/:site/settings/detect, /admin/api/sites/:site/settings/detect (and seed 000's name for it,
- *        /admin/api/sites/:site/knowledge/facts/detect)   a detect job: the details read again from the pages kept; 202 {job}
+ *   (asking for the details to be read from the pages: details-passage.ts)
  *
  * `settingsRoute` answers these and null for every other path; the session and the same-origin check
  * are route.ts's, done before.
@@ -22,11 +21,11 @@ import { SITE_NAME } from "../request";
 import { decode, fields } from "./form";
 import { SECURITY_HEADERS, htmlResponse, seeOther } from "./html";
 import { messagePage } from "./pages";
-import { type SiteSettings, askDetect, readSiteSettings, saveAnswering, saveDetails } from "./settings";
+import { type SiteSettings, readSiteSettings, saveAnswering, saveDetails } from "./settings";
 import { settingsPage } from "./settings-page";
 
-const PAGE = /^\/admin\/sites\/([^/]+)\/settings(?:\/(details|answering|detect))?$/u;
-const API = /^\/admin\/api\/sites\/([^/]+)\/(?:settings(?:\/(details|answering|detect))?|knowledge\/facts\/(detect))$/u;
+const PAGE = /^\/admin\/sites\/([^/]+)\/settings(?:\/(details|answering))?$/u;
+const API = /^\/admin\/api\/sites\/([^/]+)\/settings(?:\/(details|answering))?$/u;
 
 interface Deps {
   db: SqlDatabase;
@@ -38,7 +37,8 @@ const NOTICES: Readonly<Record<string, string>> = {
   details: "Saved. The assistant gives your details from its next answer; the search's copy of them is rebuilt by the crawl job asked for.",
   answering: "Saved. The assistant answers this way from its next answer.",
   unchanged: "Nothing changed.",
-  detect: "A crawl worker reads your details from your pages again (a detect job was asked for); this page shows what it finds.",
+  detect: "Asked: the next crawl reads your contact, home and location pages for the details missing below (yours are never changed).",
+  "detect-none": "Nothing is missing: a phone, an email address, an address and opening hours are all known.",
 };
 
 /** A form's values as text, to show back when it is refused. */
@@ -52,7 +52,7 @@ export async function settingsRoute(request: Request, path: string, deps: Deps, 
   if (match === null) return null;
   const get = request.method === "GET" || request.method === "HEAD";
   const site = decode(match[1] ?? "");
-  const what = match[2] ?? match[3];
+  const what = match[2];
   const refuse = (status: number, error: string): Response =>
     api ? json(status, { error }, { ...SECURITY_HEADERS }) : htmlResponse(status, messagePage("Settings", error, SITE_NAME.test(site) ? site : null));
   if (!SITE_NAME.test(site)) return refuse(400, "a site's name is lower-case letters, digits and hyphens (at most 63)");
@@ -66,11 +66,6 @@ export async function settingsRoute(request: Request, path: string, deps: Deps, 
     const asked = new URL(request.url).searchParams.get("notice") ?? "";
     const notice = Object.hasOwn(NOTICES, asked) ? { text: NOTICES[asked] ?? "" } : null;
     return htmlResponse(200, settingsPage(site, read.body["settings"] as SiteSettings, notice));
-  }
-  if (what === "detect") {
-    const asked = await askDetect(deps, site);
-    if (api) return json(asked.status, asked.body, { ...SECURITY_HEADERS });
-    return asked.status === 202 ? seeOther(`/admin/sites/${site}/settings?notice=detect`) : refuse(asked.status, String(asked.body["error"]));
   }
   const body = await fields(request);
   if (body === null) return refuse(413, `the body must be at most ${MAX_BODY_BYTES} bytes`);

@@ -10,9 +10,8 @@
  * the pages comes back at the next crawl. A phone number or email address replaced also leaves the
  * list of the others (facts `phones`, `emails`; the owner's from then on), so the chat stops giving
  * it. The rules are the CLI's (`helppuff knowledge facts set`):
- * checkOwnerFact, cases in helppuff_crawl/schema/owner_fact_cases.json. "Read them from my pages
- * again" asks a detect job (`helppuff knowledge facts detect` in a crawl worker: the details read from
- * the pages kept, never over the owner's).
+ * checkOwnerFact, cases in helppuff_crawl/schema/owner_fact_cases.json; the opening hours and the
+ * service areas are typed as lines and kept as the facts' table and list (owner-details.ts).
  *
  * Answering. The persona (backend.prompt), the answer's length (backend.maxAnswerSentences), "double-
  * check answers" (backend.retrieval.rerankerModel: the schema's default reranker, or null for none)
@@ -23,17 +22,18 @@
  * helppuff.schema.json (the Worker otherwise reads the file leniently): a value that breaks its rule
  * is refused with the schema's words, and nothing is saved. The document is written whole, in one
  * statement; `helppuff config pull` brings it back into the operator's helppuff.json, and a later
- * `helppuff settings set` or `config apply` replaces it.
+ * `helppuff settings set` or `config apply` replaces it, naming each field saved here since the file
+ * last changed, with its value (helppuff_crawl/kb/site_settings.py replace_site_settings).
  */
 import { HELPPUFF_SCHEMA } from "../contract";
 import { type Asked, askForJob, iso } from "../jobs";
 import { type Json, LenientSchema, isObject, valueAt } from "../json-schema";
 import type { SqlDatabase } from "../ports";
 import type { Outcome } from "../http";
+import { TYPED_DETAILS } from "../owner-details";
 import { type SetupDeps, settingsDocument } from "./setup";
+import { DETAILS_REASON, type PassageState, passageState } from "./details-passage";
 
-export const DETAILS_REASON = "owner: business details changed";
-export const DETECT_REASON = "owner: read the business details from the pages again";
 export const MAX_OWNER_VALUE_CHARS = 500;
 
 /** The details the Settings page edits, in its order. */
@@ -42,6 +42,8 @@ export const DETAIL_FIELDS = [
   { key: "telephone", label: "Phone" },
   { key: "email", label: "Email" },
   { key: "address", label: "Address" },
+  { key: "hours", label: "Opening hours" }, // typed and shown as lines (owner-details.ts)
+  { key: "areas", label: "Service areas" },
 ] as const;
 
 const SCHEMA = new LenientSchema(HELPPUFF_SCHEMA);
@@ -73,6 +75,7 @@ export const SCHEDULES = (SCHEMA.node(["knowledge", "website", "schedule"]).enum
 /** The site's settings as the page and the API show them. */
 export interface SiteSettings {
   details: Detail[];
+  passage: PassageState; // the search's copy of the details (details-passage.ts)
   answering: Answering;
 }
 
@@ -151,9 +154,9 @@ export async function readSiteSettings(db: SqlDatabase, site: string): Promise<O
     const byKey = new Map(rows.map((row) => [row.key, row]));
     const details: Detail[] = DETAIL_FIELDS.map(({ key, label }) => {
       const row = byKey.get(key);
-      return { key, label, value: row ? shown(row.value) : "", source: row ? (row.source === "owner" ? "owner" : "crawl") : "", updatedAt: row?.updated_at ?? "" };
+      return { key, label, value: row ? (TYPED_DETAILS[key]?.show(row.value) ?? shown(row.value)) : "", source: row ? (row.source === "owner" ? "owner" : "crawl") : "", updatedAt: row?.updated_at ?? "" };
     });
-    const settings: SiteSettings = { details, answering: answeringOf(await storedDocument(db, site)) };
+    const settings: SiteSettings = { details, passage: await passageState(db, site), answering: answeringOf(await storedDocument(db, site)) };
     return { status: 200, body: { settings } };
   } catch (error) {
     logFailure(site, "D1 cannot be read", error);
@@ -190,7 +193,7 @@ export async function saveDetails(deps: SettingsDeps, site: string, startUrl: st
   const changed: string[] = [];
   const now = iso(deps.now);
   for (const detail of details) {
-    const value = wanted.get(detail.key);
+    const value = wanted.get(detail.key)?.replace(/\r\n?/gu, "\n"); // a textarea sends CRLF
     if (value === undefined || value.trim() === detail.value) continue;
     if (value.trim() === "") {
       if (detail.source === "owner") {
@@ -204,7 +207,12 @@ export async function saveDetails(deps: SettingsDeps, site: string, startUrl: st
       errors[detail.key] = checked.error;
       continue;
     }
-    statements.push(ownerFact(site, detail.key, checked.value, now));
+    const typed = TYPED_DETAILS[detail.key]?.read(checked.value) ?? { value: checked.value };
+    if ("error" in typed) {
+      errors[detail.key] = typed.error;
+      continue;
+    }
+    statements.push(ownerFact(site, detail.key, typed.value, now));
     changed.push(detail.key);
     // The number (or address) replaced leaves the list of the others too, so the chat stops giving it.
     const others = OTHERS[detail.key];
@@ -255,17 +263,6 @@ function ownerFact(site: string, key: string, value: unknown, now: string): read
       "ON CONFLICT (site, key) DO UPDATE SET value = excluded.value, source = 'owner', source_url = '', updated_at = excluded.updated_at",
     [site, key, JSON.stringify(value), now],
   ];
-}
-
-/** Ask for the business details to be read again from the pages kept (a detect job): 202 {job}; 503. */
-export async function askDetect(deps: SettingsDeps, site: string): Promise<Outcome> {
-  try {
-    const asked = await askForJob(deps.db, deps.queue, site, "detect", [], DETECT_REASON, 0, deps.now);
-    return { status: 202, body: { job: { request: asked.job.request, kind: asked.job.kind, sent: asked.sent } } };
-  } catch (error) {
-    logFailure(site, "the detect job cannot be saved", error);
-    return { status: 503, body: { error: "the details cannot be read again right now" } };
-  }
 }
 
 function lines(value: unknown): string[] | unknown {
