@@ -14,13 +14,13 @@ import { MAX_TEXT_CHARS, MAX_TITLE_CHARS, checkAnswer } from "../src/answers";
 import { SESSION_COOKIE } from "../src/admin/session";
 import type { Env } from "../src/bindings";
 import worker from "../src/index";
+import { ORIGIN, type Sent, sendAsOwner } from "./admin-client";
 import { FakeCrawlQueue } from "./fake-queue";
 import { FakeChatModel, FakeRateLimiter } from "./fake-model";
 import { FakeVectorize } from "./fakes";
 
 const TOKEN = "owner-t0ken-0123456789";
 const SITE = "acme";
-const ORIGIN = "https://helppuff.test";
 const START = "https://acme.com.au/";
 const CASES = env.TEST_OWN_ANSWER_CASES;
 const XSS = "<img src=x onerror=alert(1)>";
@@ -30,30 +30,11 @@ let queue: FakeCrawlQueue;
 let workerEnv: Env;
 let session = "";
 
-interface Sent {
-  form?: Record<string, string>;
-  json?: unknown;
-  method?: string;
-}
-
 async function send(path: string, init: Sent = {}): Promise<{ status: number; text: string; location: string | null; body: Record<string, unknown> }> {
-  const headers: Record<string, string> = {};
-  if (session) headers["cookie"] = `${SESSION_COOKIE}=${session}`;
-  let body: string | undefined;
-  if (init.form !== undefined) {
-    headers["content-type"] = "application/x-www-form-urlencoded";
-    body = new URLSearchParams(init.form).toString();
-  } else if (init.json !== undefined) {
-    headers["content-type"] = "application/json";
-    body = JSON.stringify(init.json);
-  }
-  const post = body !== undefined || init.method === "POST";
-  if (post) headers["origin"] = ORIGIN;
-  const response = await worker.fetch(new Request(`${ORIGIN}${path}`, { method: post ? "POST" : "GET", headers, body, redirect: "manual" }), workerEnv);
-  const text = await response.text();
+  const answered = await sendAsOwner(workerEnv, session, path, { ...init, cookie: session || null });
   let parsed: Record<string, unknown> = {};
-  if ((response.headers.get("content-type") ?? "").startsWith("application/json")) parsed = JSON.parse(text) as Record<string, unknown>;
-  return { status: response.status, text, location: response.headers.get("location"), body: parsed };
+  if ((answered.headers.get("content-type") ?? "").startsWith("application/json")) parsed = JSON.parse(answered.text) as Record<string, unknown>;
+  return { status: answered.status, text: answered.text, location: answered.headers.get("location"), body: parsed };
 }
 
 const PAGE = `/admin/sites/${SITE}/answers`;

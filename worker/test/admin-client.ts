@@ -1,6 +1,6 @@
 /**
  * The dashboard's requests as a browser sends them, for the workerd tests of src/admin/
- * (admin.test.ts, admin-knowledge.test.ts, admin-setup.test.ts, admin-settings.test.ts): the session cookie beside another, the Origin header on a
+ * (admin.test.ts and the other admin-*.test.ts): the session cookie beside another, the Origin header on a
  * POST (the dashboard's own unless told), a form or a JSON body, never following a redirect; and a
  * crawled site to start from (freshCrawledSite).
  */

@@ -240,6 +240,16 @@ export async function saveDetails(deps: SettingsDeps, site: string, startUrl: st
   return { status: 200, body: { changed, job: asked === null ? null : { request: asked.job.request, kind: asked.job.kind, sent: asked.sent } } };
 }
 
+/** Set `value` at `path` under `holder`, making each object on the way (what is not an object there is replaced). */
+function setAt(holder: Json, path: readonly string[], value: unknown): void {
+  let here = holder;
+  for (const name of path.slice(0, -1)) {
+    if (!isObject(here[name])) here[name] = {};
+    here = here[name] as Json;
+  }
+  here[path[path.length - 1] ?? ""] = value;
+}
+
 /** The list that holds a detail's other values: the other phone numbers, the other email addresses. */
 const OTHERS: Readonly<Record<string, string>> = { telephone: "phones", email: "emails" };
 
@@ -300,36 +310,22 @@ export async function saveAnswering(deps: SettingsDeps, site: string, given: Rec
     // A form sends its hidden "off" and, when ticked, "on" after it.
     const asked = given["doubleCheck"];
     const on = asked === true || asked === "on" || (Array.isArray(asked) && asked.includes("on"));
-    const retrieval: Json = isObject(backend["retrieval"]) ? (backend["retrieval"] as Json) : {};
-    const model = retrieval["rerankerModel"];
-    retrieval["rerankerModel"] = on ? (typeof model === "string" && model.trim() !== "" ? model : DEFAULT_RERANKER) : null;
-    backend["retrieval"] = retrieval;
+    const model = valueAt(backend, ["retrieval", "rerankerModel"]);
+    setAt(backend, ["retrieval", "rerankerModel"], on ? (typeof model === "string" && model.trim() !== "" ? model : DEFAULT_RERANKER) : null);
     changed.push(["doubleCheck", ["backend", "retrieval", "rerankerModel"]]);
   }
   if ("allowedOrigins" in given) {
     backend["allowedOrigins"] = lines(given["allowedOrigins"]);
     changed.push(["allowedOrigins", ["backend", "allowedOrigins"]]);
   }
-  if ("webhookUrl" in given) {
-    const url = given["webhookUrl"];
-    const leads: Json = isObject(backend["leads"]) ? (backend["leads"] as Json) : {};
-    leads["webhookUrl"] = typeof url === "string" ? (url.trim() === "" ? null : url.trim()) : url;
-    backend["leads"] = leads;
-    changed.push(["webhookUrl", ["backend", "leads", "webhookUrl"]]);
-  }
-  if ("email" in given) {
-    const address = given["email"];
-    const leads: Json = isObject(backend["leads"]) ? (backend["leads"] as Json) : {};
-    leads["email"] = typeof address === "string" ? (address.trim() === "" ? null : address.trim()) : address;
-    backend["leads"] = leads;
-    changed.push(["email", ["backend", "leads", "email"]]);
+  for (const field of ["webhookUrl", "email"] as const) {
+    if (!(field in given)) continue;
+    const value = given[field]; // a text emptied is none
+    setAt(backend, ["leads", field], typeof value === "string" ? (value.trim() === "" ? null : value.trim()) : value);
+    changed.push([field, ["backend", "leads", field]]);
   }
   if ("schedule" in given) {
-    const knowledge: Json = isObject(doc["knowledge"]) ? (doc["knowledge"] as Json) : {};
-    const website: Json = isObject(knowledge["website"]) ? (knowledge["website"] as Json) : {};
-    website["schedule"] = given["schedule"];
-    knowledge["website"] = website;
-    doc["knowledge"] = knowledge;
+    setAt(doc, ["knowledge", "website", "schedule"], given["schedule"]);
     changed.push(["schedule", ["knowledge", "website", "schedule"]]);
   }
   doc["backend"] = backend;
